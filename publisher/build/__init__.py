@@ -1,0 +1,1 @@
+"""The build stage: turn planned variants into build/<variant>/ folders."""

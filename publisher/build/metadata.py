@@ -1,0 +1,101 @@
+"""metadata.json of a variant: writing it (with the digest over every file)
+and checking a variant folder against it (UPSTREAM.md section 4)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+METADATA = "metadata.json"
+_REQUIRED = {"name": str, "id": str, "version": int, "license": str, "python-depends": list, "backend": dict}
+_BACKEND_TYPES = {"cpu", "cuda", "metal", "rocm", "xpu", "neuron", "tpu", "cann"}
+
+
+def _digest_files(variant_dir: Path) -> list[Path]:
+    """Every file except metadata.json itself and bytecode, as `kernels` hashes them."""
+    files = []
+    for path in sorted(variant_dir.rglob("*")):
+        rel = path.relative_to(variant_dir)
+        if not path.is_file() or rel.as_posix() == METADATA:
+            continue
+        if "__pycache__" in rel.parts or path.suffix in (".pyc", ".pyo"):
+            continue
+        files.append(path)
+    return files
+
+
+def compute_digest(variant_dir: Path) -> dict:
+    variant_dir = Path(variant_dir)
+    files = {
+        p.relative_to(variant_dir).as_posix(): base64.b64encode(hashlib.sha256(p.read_bytes()).digest()).decode()
+        for p in _digest_files(variant_dir)
+    }
+    return {"algorithm": "sha256", "files": files}
+
+
+def write_metadata(variant_dir: Path, fields: dict) -> dict:
+    """Write metadata.json with `fields` plus the digest of the folder as it is now."""
+    data = dict(fields)
+    data["digest"] = compute_digest(variant_dir)
+    (Path(variant_dir) / METADATA).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return data
+
+
+@dataclass(frozen=True)
+class VariantCheck:
+    metadata: dict | None
+    problems: tuple[str, ...]  # empty = the folder is a valid variant
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def read_metadata(variant_dir: Path) -> dict:
+    """Parse metadata.json; raises ValueError with a readable reason."""
+    path = Path(variant_dir) / METADATA
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: missing (every variant needs metadata.json since kernels 0.14)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: must be a JSON object")
+    for key, kind in _REQUIRED.items():
+        if key not in data:
+            raise ValueError(f"{path}: required field `{key}` is missing")
+        if not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool)):
+            raise ValueError(f"{path}: field `{key}` must be a {kind.__name__}")
+    backend = data["backend"]
+    if backend.get("type") not in _BACKEND_TYPES:
+        raise ValueError(f"{path}: backend.type must be one of {', '.join(sorted(_BACKEND_TYPES))}")
+    if not re.fullmatch(r"[a-z][-a-z0-9]*[a-z0-9]", data["name"]):
+        raise ValueError(f"{path}: name `{data['name']}` is not a valid kernel name")
+    return data
+
+
+def check_variant(variant_dir: Path) -> VariantCheck:
+    """Is this folder a complete, unmodified variant? (metadata parses, digest matches)"""
+    variant_dir = Path(variant_dir)
+    try:
+        data = read_metadata(variant_dir)
+    except ValueError as err:
+        return VariantCheck(None, (str(err),))
+    digest = data.get("digest")
+    if not isinstance(digest, dict) or digest.get("algorithm") != "sha256" or not isinstance(digest.get("files"), dict):
+        return VariantCheck(data, (f"{variant_dir / METADATA}: no sha256 digest; rebuild the variant",))
+    actual = compute_digest(variant_dir)["files"]
+    expected = digest["files"]
+    problems = [f"{name}: missing (listed in the digest)" for name in sorted(expected.keys() - actual.keys())]
+    problems += [f"{name}: not in the digest (added after the build)" for name in sorted(actual.keys() - expected.keys())]
+    problems += [
+        f"{name}: changed after the build (digest mismatch)"
+        for name in sorted(expected.keys() & actual.keys())
+        if expected[name] != actual[name]
+    ]
+    return VariantCheck(data, tuple(problems))

@@ -1,0 +1,41 @@
+"""Typed errors. Each kind of failure has one exit code; the CLI maps them.
+
+Exit codes: 0 ok, 1 the job found errors (check errors, a failed variant,
+a refused push), 2 usage errors (bad flags, missing path), 3 an outside
+service failed (Hub unreachable, Docker engine down, nix missing).
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_ENVIRONMENT = 3
+
+
+class PublisherError(Exception):
+    """A failure the user can fix; printed without a traceback."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def render(self) -> str:
+        return self.message + (f"\n  hint: {self.hint}" if self.hint else "")
+
+
+class UsageError(PublisherError):
+    exit_code = EXIT_USAGE
+
+
+class ProjectError(PublisherError):
+    """The project (build.toml, layout) cannot be used as given."""
+
+
+class EnvironmentProblem(PublisherError):
+    """Something outside the project is missing or broken (engine, nix, network)."""
+
+    exit_code = EXIT_ENVIRONMENT

@@ -1,0 +1,259 @@
+"""The plan stage: matrix.yaml x build.toml -> the variants this kernel
+needs, with the reason for every cell left out."""
+
+from __future__ import annotations
+
+import fnmatch
+import platform
+import sys
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from publisher.capabilities import effective_cuda_archs, effective_rocm_archs
+from publisher.errors import ProjectError, UsageError
+from publisher.matrix import Cell, Matrix
+from publisher.project.model import Project
+from publisher.toolchain_spec import ToolchainSpec
+from publisher.variants import Platform, Variant
+
+
+@dataclass(frozen=True)
+class PlannedVariant:
+    variant: Variant
+    toolchain: ToolchainSpec
+    required: bool  # the matrix marks the cell required (upstream policy)
+    # kernel name -> effective architectures (CUDA capabilities / ROCm archs) for this toolkit
+    kernel_archs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.variant.name
+
+    @property
+    def backend(self) -> str:
+        return self.variant.backend
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        """Every architecture compiled into the variant (metadata backend.archs)."""
+        seen: dict[str, None] = {}
+        for archs in self.kernel_archs.values():
+            for a in archs:
+                seen.setdefault(a, None)
+        return tuple(seen)
+
+
+@dataclass(frozen=True)
+class CellDecision:
+    """One matrix cell: kept (variant set) or left out, with the rule that decided."""
+
+    torch: str
+    compute: str
+    platform: str
+    included: bool
+    rule: str  # short stable rule id, e.g. "backend-not-declared"
+    reason: str  # human sentence
+    variant: str | None = None
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    project: str
+    variants: tuple[PlannedVariant, ...]
+    decisions: tuple[CellDecision, ...]
+
+    def by_name(self) -> dict[str, PlannedVariant]:
+        return {p.name: p for p in self.variants}
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in str(text).split(".") if p.isdigit())
+
+
+def _within(version: str, minver: str | None, maxver: str | None) -> bool:
+    """Bounds compare on as many components as the bound gives ("2.10" admits 2.10.x)."""
+    v = _version_tuple(version)
+    if minver and v[: len(_version_tuple(minver))] < _version_tuple(minver):
+        return False
+    if maxver and v[: len(_version_tuple(maxver))] > _version_tuple(maxver):
+        return False
+    return True
+
+
+def _kernel_archs(project: Project, matrix: Matrix, cell: Cell) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+    """Effective architectures per kernel of the cell's backend, and the
+    kernels left with none (an error `check` reports before any compile)."""
+    defaults = matrix.toolkit_archs(cell)
+    archs: dict[str, tuple[str, ...]] = {}
+    empty: list[str] = []
+    if defaults is None:
+        return archs, empty
+    for kernel in project.config.kernels_for(cell.backend):
+        if cell.backend == "cuda" and kernel.cuda_minver and not _within(cell.toolkit or "0", kernel.cuda_minver, None):
+            continue  # upstream skips a kernel whose cuda-minver the toolkit does not meet
+        try:
+            if cell.backend == "cuda":
+                found = effective_cuda_archs(kernel.cuda_capabilities, defaults)
+            else:
+                found = effective_rocm_archs(kernel.rocm_archs, defaults)
+        except ValueError:
+            found = ()
+        if found:
+            archs[kernel.name] = found
+        else:
+            empty.append(kernel.name)
+    return archs, empty
+
+
+def _spec(cell: Cell, python: str | None = None) -> ToolchainSpec:
+    return ToolchainSpec(
+        torch=cell.torch,
+        compute=cell.compute,
+        platform=cell.platform,
+        index_url=cell.index_url,
+        torch_requirement=cell.torch_requirement,
+        python=python,
+    )
+
+
+def _decide(project: Project, matrix: Matrix, cell: Cell) -> tuple[CellDecision, PlannedVariant | None]:
+    config = project.config
+    general, framework = config.general, config.framework
+
+    def out(rule: str, reason: str, variant: str | None = None) -> tuple[CellDecision, None]:
+        return CellDecision(cell.torch, cell.compute, cell.platform, False, rule, reason, variant), None
+
+    if cell.backend not in general.backends:
+        return out("backend-not-declared", f"backend {cell.backend} is not in general.backends ({', '.join(general.backends)})")
+    if framework.kind == "tvm-ffi":
+        return out("framework-unsupported", "tvm-ffi variants need a tvm-ffi release in the matrix; none is listed")
+    if not _within(cell.torch, framework.minver, framework.maxver):
+        bounds = f"[{framework.minver or '-'}, {framework.maxver or '-'}]"
+        return out("torch-bounds", f"torch {cell.torch} is outside [torch] minver/maxver {bounds}")
+    if cell.backend == "cuda" and not _within(cell.toolkit or "0", general.cuda.minver, general.cuda.maxver):
+        bounds = f"[{general.cuda.minver or '-'}, {general.cuda.maxver or '-'}]"
+        return out("cuda-bounds", f"CUDA {cell.toolkit} is outside [general.cuda] minver/maxver {bounds}")
+    if cell.backend in ("cuda", "rocm") and matrix.toolkit_archs(cell) is None:
+        return out("toolkit-unknown", f"matrix.yaml lists no default architectures for {cell.backend} {cell.toolkit}")
+    archs, empty = _kernel_archs(project, matrix, cell)
+    if empty:
+        return out(
+            "empty-archs",
+            f"kernel(s) {', '.join(empty)}: no architecture left after intersecting with {cell.backend} {cell.toolkit} defaults",
+        )
+    stable = framework.stable_abi.get(cell.backend)
+    if stable is not None:
+        if not _within(cell.torch, stable, None):
+            return out("stable-abi-too-old", f"torch {cell.torch} is older than the stable ABI version {stable}")
+        variant = Variant("torch-stable-abi", ".".join(stable.split(".")[:2]), cell.compute, Platform.parse(cell.platform))
+    else:
+        variant = Variant("torch", cell.torch, cell.compute, Platform.parse(cell.platform))
+    planned = PlannedVariant(variant=variant, toolchain=_spec(cell), required=cell.required, kernel_archs=archs)
+    decision = CellDecision(cell.torch, cell.compute, cell.platform, True, "included", "", variant.name)
+    return decision, planned
+
+
+def make_plan(project: Project, matrix: Matrix) -> BuildPlan:
+    """Every matrix cell, in or out, and the variants to build."""
+    if project.config.is_noarch:
+        return _noarch_plan(project, matrix, python=None)
+    decisions: list[CellDecision] = []
+    variants: dict[str, PlannedVariant] = {}
+    # Newest torch first, so a stable-ABI variant is built with the newest torch that has its flavour.
+    for cell in sorted(matrix.cells, key=lambda c: _version_tuple(c.torch), reverse=True):
+        decision, planned = _decide(project, matrix, cell)
+        if planned is not None and planned.name in variants:
+            decision = CellDecision(
+                cell.torch, cell.compute, cell.platform, False, "stable-abi-shared",
+                f"the stable-ABI variant {planned.name} is built once, with torch {variants[planned.name].toolchain.torch}",
+                planned.name,
+            )
+            planned = None
+        decisions.append(decision)
+        if planned is not None:
+            variants[planned.name] = planned
+    return BuildPlan(project.name, tuple(variants.values()), tuple(decisions))
+
+
+def _noarch_plan(project: Project, matrix: Matrix, python: str | None) -> BuildPlan:
+    """Python-only kernels: one `torch-<backend>` variant per declared backend.
+    Its toolchain (for tests) is the newest matrix cell of that backend,
+    preferring this machine's platform, else the newest CPU cell."""
+    host = host_platform()
+    ranked = sorted(matrix.cells, key=lambda c: (c.platform == host, _version_tuple(c.torch)), reverse=True)
+    variants = []
+    decisions = []
+    for backend in project.config.general.backends:
+        cell = next((c for c in ranked if c.backend == backend), None) or next(c for c in ranked if c.backend == "cpu")
+        variant = Variant("torch-noarch", None, backend, None)
+        variants.append(PlannedVariant(variant=variant, toolchain=_spec(cell, python), required=True))
+        decisions.append(
+            CellDecision(cell.torch, cell.compute, cell.platform, True, "noarch",
+                         f"Python-only kernel: one {variant.name} variant serves every torch", variant.name)
+        )
+    return BuildPlan(project.name, tuple(variants), tuple(decisions))
+
+
+def host_platform() -> str:
+    cpu = platform.machine().lower()
+    cpu = {"amd64": "x86_64", "arm64": "aarch64"}.get(cpu, cpu)
+    return f"{cpu}-{platform.system().lower()}"
+
+
+def local_cell() -> Cell:
+    """The cell of the interpreter running publisher (its own torch)."""
+    try:
+        import torch
+    except ImportError:
+        raise UsageError(
+            "--local builds for the torch of the running Python, but torch is not installed here",
+            "install torch into this environment, or drop --local to build the matrix",
+        ) from None
+    major, minor = torch.__version__.split("+")[0].split(".")[:2]
+    if torch.version.cuda:
+        cmaj, cmin = torch.version.cuda.split(".")[:2]
+        compute = f"cu{cmaj}{cmin}"
+    elif getattr(torch.version, "hip", None):
+        hmaj, hmin = torch.version.hip.split(".")[:2]
+        compute = f"rocm{hmaj}{hmin}"
+    else:
+        compute = "cpu"
+    return Cell(
+        torch=f"{major}.{minor}",
+        compute=compute,
+        platform=host_platform(),
+        required=False,
+        index_url=None,
+        torch_requirement=f"torch=={torch.__version__}",
+    )
+
+
+def local_plan(project: Project, matrix: Matrix) -> BuildPlan:
+    """Only the variant for the running interpreter's torch (`--local`)."""
+    if project.config.is_noarch:
+        return _noarch_plan(project, matrix, python=sys.executable)
+    cell = local_cell()
+    decision, planned = _decide(project, matrix, cell)
+    if planned is None:
+        raise ProjectError(
+            f"this project has no variant for the local torch {cell.torch} ({cell.compute}, {cell.platform}): {decision.reason}",
+            "build the matrix instead (drop --local), or install a torch the project supports",
+        )
+    planned = PlannedVariant(planned.variant, _spec(cell, sys.executable), planned.required, planned.kernel_archs)
+    return BuildPlan(project.name, (planned,), (decision,))
+
+
+def select(plan: BuildPlan, include: list[str] | tuple[str, ...] = (), skip: list[str] | tuple[str, ...] = ()) -> tuple[PlannedVariant, ...]:
+    """Glob selection on variant names: any of `include` (all when empty), none of `skip`."""
+    chosen = [
+        p for p in plan.variants
+        if (not include or any(fnmatch.fnmatchcase(p.name, g) for g in include))
+        and not any(fnmatch.fnmatchcase(p.name, g) for g in skip)
+    ]
+    if include and not chosen:
+        names = ", ".join(p.name for p in plan.variants) or "none"
+        raise UsageError(
+            f"no variant matches {' '.join(include)}" + (f" (after --skip {' '.join(skip)})" if skip else ""),
+            f"variants of this project: {names}",
+        )
+    return tuple(chosen)

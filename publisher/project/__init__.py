@@ -1,0 +1,1 @@
+"""Reading a kernel project: build.toml (every edition) and the folder layout."""

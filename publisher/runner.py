@@ -1,0 +1,116 @@
+"""The one way publisher runs other programs: logs the command, redacts
+secrets, streams output line by line to a log file and an optional callback."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from publisher.secrets import redact
+
+LineSink = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    argv: tuple[str, ...]
+    returncode: int
+    output: str  # combined stdout+stderr, redacted
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def first_error_line(self) -> str:
+        lines = [l for l in self.output.splitlines() if l.strip()]
+        for line in lines:
+            low = line.lower()
+            if "error" in low or "fatal" in low or "failed" in low:
+                return line.strip()[:300]
+        return (lines[-1].strip() if lines else f"exit code {self.returncode}")[:300]
+
+
+def format_command(argv: Sequence[str]) -> str:
+    return redact(" ".join(shlex.quote(str(a)) for a in argv))
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    log: Path | None = None,
+    on_line: LineSink | None = None,
+    timeout: float | None = None,
+    input_text: str | None = None,
+) -> RunResult:
+    """Run argv to completion. Output is captured (redacted), appended to `log`
+    and passed line by line to `on_line`. The child gets its own process group
+    so a timeout or Ctrl-C kills the whole tree."""
+    argv = tuple(str(a) for a in argv)
+    full_env = dict(os.environ if env is None else env)
+    chunks: list[str] = []
+    log_fh = open(log, "a", encoding="utf-8") if log else None
+    try:
+        if log_fh:
+            log_fh.write(f"$ {format_command(argv)}\n")
+            log_fh.flush()
+        proc = subprocess.Popen(
+            argv,
+            cwd=str(cwd) if cwd else None,
+            env=full_env,
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                line = redact(raw)
+                chunks.append(line)
+                if log_fh:
+                    log_fh.write(line)
+                    log_fh.flush()
+                if on_line:
+                    on_line(line.rstrip("\n"))
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        if input_text is not None:
+            assert proc.stdin is not None
+            proc.stdin.write(input_text)
+            proc.stdin.close()
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            proc.wait()
+        except BaseException:
+            _kill_group(proc)
+            proc.wait()
+            raise
+        reader.join(timeout=5)
+        return RunResult(argv, proc.returncode, "".join(chunks), timed_out)
+    finally:
+        if log_fh:
+            log_fh.close()
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

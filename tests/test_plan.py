@@ -1,0 +1,167 @@
+"""The plan stage: which cells of the matrix a project needs, and why the rest are out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from publisher.errors import UsageError
+from publisher.matrix import load_matrix
+from publisher.plan import make_plan, select
+from publisher.project.load import load_project
+
+MATRIX = """
+schema: 1
+indexes: {cu: https://example.invalid/whl/cu126}
+toolkits:
+  cuda:
+    "12.6": ["7.0", "7.5", "8.0", "8.6", "8.9", "9.0+PTX"]
+    "13.0": ["7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0", "12.1+PTX"]
+torch:
+  - version: "2.15"
+    required: true
+    flavours:
+      - {compute: cpu, platforms: [x86_64-linux, aarch64-darwin]}
+      - {compute: cu130, platforms: [x86_64-linux]}
+      - {compute: cu126, platforms: [x86_64-linux], source: cu}
+  - version: "2.14"
+    required: true
+    flavours:
+      - {compute: cu130, platforms: [x86_64-linux]}
+  - version: "2.11"
+    flavours:
+      - {compute: cu130, platforms: [x86_64-linux]}
+"""
+
+
+def project(tmp_path: Path, general_extra: str = "", torch_extra: str = "", kernel_extra: str = "", backends='["cpu", "cuda"]'):
+    (tmp_path / "build.toml").write_text(f"""
+[general]
+name = "demo"
+version = 1
+edition = 5
+license = "MIT"
+backends = {backends}
+{general_extra}
+[torch]
+src = ["torch-ext/torch_binding.cpp"]
+{torch_extra}
+[kernel.demo_cuda]
+backend = "cuda"
+depends = ["torch"]
+src = ["k.cu"]
+{kernel_extra}
+[kernel.demo_cpu]
+backend = "cpu"
+depends = ["torch"]
+src = ["k.cpp"]
+""")
+    (tmp_path / "matrix.yaml").write_text(MATRIX)
+    proj, _ = load_project(tmp_path / "build.toml")
+    return make_plan(proj, load_matrix(tmp_path / "matrix.yaml"))
+
+
+def decision(plan, torch, compute, platform="x86_64-linux"):
+    return next(d for d in plan.decisions if (d.torch, d.compute, d.platform) == (torch, compute, platform))
+
+
+def test_every_cell_has_a_decision_and_included_cells_have_variants(tmp_path):
+    plan = project(tmp_path)
+    assert len(plan.decisions) == 6
+    names = {p.name for p in plan.variants}
+    assert names == {d.variant for d in plan.decisions if d.included}
+    assert "torch215-cpu-aarch64-darwin" in names  # darwin: no cxx11 tag
+    assert "torch211-cxx11-cu130-x86_64-linux" in names
+
+
+def test_backend_not_declared(tmp_path):
+    plan = project(tmp_path, backends='["cuda"]')
+    d = decision(plan, "2.15", "cpu")
+    assert not d.included and d.rule == "backend-not-declared"
+
+
+def test_torch_bounds(tmp_path):
+    plan = project(tmp_path, torch_extra='minver = "2.14"')
+    d = decision(plan, "2.11", "cu130")
+    assert not d.included and d.rule == "torch-bounds" and "2.14" in d.reason
+    assert decision(plan, "2.14", "cu130").included
+
+
+def test_cuda_bounds(tmp_path):
+    plan = project(tmp_path, general_extra='[general.cuda]\nminver = "12.8"')
+    d = decision(plan, "2.15", "cu126")
+    assert not d.included and d.rule == "cuda-bounds"
+    assert decision(plan, "2.15", "cu130").included
+
+
+def test_capabilities_are_intersected_per_toolkit(tmp_path):
+    plan = project(tmp_path, kernel_extra='cuda-capabilities = ["9.0", "10.0"]')
+    by_name = plan.by_name()
+    assert "10.0" in by_name["torch215-cxx11-cu130-x86_64-linux"].archs
+    assert "10.0" not in by_name["torch215-cxx11-cu126-x86_64-linux"].archs
+
+
+def test_empty_capabilities_leave_the_cell_out_with_the_kernel_named(tmp_path):
+    plan = project(tmp_path, kernel_extra='cuda-capabilities = ["12.0"]')
+    d = decision(plan, "2.15", "cu126")
+    assert not d.included and d.rule == "empty-archs" and "demo_cuda" in d.reason
+
+
+def test_stable_abi_builds_each_flavour_once(tmp_path):
+    plan = project(tmp_path, torch_extra='[torch.stable-abi]\ncuda = "2.14"')
+    names = [p.name for p in plan.variants]
+    assert names.count("torch-stable-abi214-cu130-x86_64-linux") == 1
+    assert plan.by_name()["torch-stable-abi214-cu130-x86_64-linux"].toolchain.torch == "2.15"
+    assert decision(plan, "2.14", "cu130").rule == "stable-abi-shared"
+    assert decision(plan, "2.11", "cu130").rule == "stable-abi-too-old"
+    assert "torch215-cxx11-cpu-x86_64-linux" in names  # cpu is not stable-ABI here
+
+
+def test_select_globs(tmp_path):
+    plan = project(tmp_path)
+    chosen = select(plan, ["torch215-*-cu13*"], [])
+    assert [p.name for p in chosen] == ["torch215-cxx11-cu130-x86_64-linux"]
+    assert all("cu" not in p.name for p in select(plan, [], ["*-cu*"]))
+    with pytest.raises(UsageError):
+        select(plan, ["nothing-*"], [])
+
+
+def test_noarch_projects_get_torch_backend_variants(tmp_path):
+    (tmp_path / "build.toml").write_text("""
+[general]
+name = "pyonly"
+version = 2
+edition = 5
+license = "MIT"
+backends = ["cpu", "cuda"]
+[torch-noarch]
+[kernel]
+""")
+    (tmp_path / "matrix.yaml").write_text(MATRIX)
+    proj, _ = load_project(tmp_path / "build.toml")
+    plan = make_plan(proj, load_matrix(tmp_path / "matrix.yaml"))
+    assert [p.name for p in plan.variants] == ["torch-cpu", "torch-cuda"]
+    assert plan.by_name()["torch-cuda"].toolchain.compute.startswith("cu")
+
+
+def test_default_matrix_has_the_required_upstream_cells():
+    matrix = load_matrix()
+    required = {(c.torch, c.compute, c.platform) for c in matrix.cells if c.required}
+    torches = sorted({c.torch for c in matrix.cells if c.required})
+    assert len(torches) == 2
+    for torch in torches:
+        for compute in ("cpu", "cu126", "cu130", "cu132"):
+            assert (torch, compute, "x86_64-linux") in required
+            assert (torch, compute, "aarch64-linux") in required
+        assert (torch, "metal", "aarch64-darwin") in required
+    optional = {(c.torch, c.compute) for c in matrix.cells if not c.required}
+    assert ("2.13", "cpu") in optional and ("2.11", "cu130") in optional
+
+
+def test_broken_matrix_is_a_usage_error(tmp_path):
+    bad = tmp_path / "m.yaml"
+    bad.write_text("schema: 1\ntorch:\n  - version: '2.15'\n    flavours:\n      - {compute: quantum, platforms: [x86_64-linux]}\n")
+    with pytest.raises(UsageError) as err:
+        load_matrix(bad)
+    assert "quantum" in str(err.value.message)
