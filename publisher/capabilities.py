@@ -80,6 +80,11 @@ def is_known_capability(text: str) -> bool:
     return True
 
 
+def is_wellformed_capability(text: str) -> bool:
+    """Spelled like a capability (whether or not such a GPU exists)."""
+    return isinstance(text, str) and _CUDA_SYNTAX.fullmatch(text) is not None
+
+
 def is_known_rocm_arch(text: str) -> bool:
     return isinstance(text, str) and text in _known()["rocm"]["archs"]
 

@@ -37,6 +37,19 @@ class RunResult:
         return (lines[-1].strip() if lines else f"exit code {self.returncode}")[:300]
 
 
+_live: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
+
+
+def kill_all() -> None:
+    """Kill every process group started by `run` that is still running (used
+    when a build is cancelled: worker threads do not see Ctrl-C)."""
+    with _live_lock:
+        procs = list(_live)
+    for proc in procs:
+        _kill_group(proc)
+
+
 def format_command(argv: Sequence[str]) -> str:
     return redact(" ".join(shlex.quote(str(a)) for a in argv))
 
@@ -73,6 +86,8 @@ def run(
             errors="replace",
             start_new_session=True,
         )
+        with _live_lock:
+            _live.add(proc)
 
         def pump() -> None:
             assert proc.stdout is not None
@@ -102,6 +117,9 @@ def run(
             _kill_group(proc)
             proc.wait()
             raise
+        finally:
+            with _live_lock:
+                _live.discard(proc)
         reader.join(timeout=5)
         return RunResult(argv, proc.returncode, "".join(chunks), timed_out)
     finally:

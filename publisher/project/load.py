@@ -1,37 +1,181 @@
-"""Entry point for reading a project. (Minimal first version: the check work
-replaces the internals with full validation; keep these two signatures.)"""
+"""Entry point for reading a project: build.toml of any edition (validated as
+edition 5, v4 upgraded in memory, older refused with a migrate hint), the GPU
+architecture checks against the matrix's toolkits, and the folder layout."""
 
 from __future__ import annotations
 
-import tomllib
+import copy
+import re
+from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
+from typing import Mapping
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
 
 from publisher.errors import ProjectError, UsageError
 from publisher.findings import Finding, Severity, has_errors, render_human
-from publisher.project.model import (
-    BackendExtras,
-    BuildConfig,
-    Framework,
-    General,
-    Kernel,
-    KernelDependency,
-    Project,
-)
+from publisher.project import editions, schema
+from publisher.project.archs import check_archs
+from publisher.project.codes import finding
+from publisher.project.convert import to_config
+from publisher.project.layout import check_layout
+from publisher.project.locate import KeyLines
+from publisher.project.model import Project
+from publisher.project.upgrade import MigrationRefused, upgrade
+from publisher.project.values import check_values
+
+MAX_BYTES = 4 * 1024 * 1024
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
-def load_project(path: Path, *, layout: bool = True) -> tuple[Project | None, list[Finding]]:
-    """Read `path` (a project folder or a build.toml). Returns the project
-    (None when there are errors) and every finding."""
+@lru_cache(maxsize=8)
+def _toolkits(matrix_path: Path | None) -> tuple[dict, dict]:
+    from publisher.matrix import find_matrix, load_matrix
+
+    matrix = load_matrix(find_matrix(None, matrix_path))
+    return dict(matrix.cuda_toolkits), dict(matrix.rocm_toolkits)
+
+
+def resolve(path: Path) -> tuple[Path, Path | None]:
+    """(build.toml, project root or None for a lone file); UsageError if absent."""
     path = Path(path)
     if path.is_dir():
-        build_toml, root = path / "build.toml", path
-    else:
-        build_toml, root = path, None
-    if not build_toml.exists():
-        raise UsageError(f"{build_toml}: no such file", "pass a project folder that holds build.toml")
-    data = tomllib.loads(build_toml.read_text())
-    config = _config(data)
-    return Project(config=config, build_toml=build_toml, root=root), []
+        build_toml = path / "build.toml"
+        if not build_toml.is_file():
+            raise UsageError(f"{path}: no build.toml in this folder", "pass a kernel project folder (it holds build.toml) or a build.toml file")
+        return build_toml, path
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or folder", "pass a kernel project folder or a build.toml file")
+    return path, None
+
+
+def read_toml(build_toml: Path) -> tuple[str | None, dict | None, list[Finding]]:
+    """(text, data, findings); data is None when the file is not usable TOML."""
+    name = str(build_toml)
+    try:
+        raw = build_toml.read_bytes()
+    except OSError as err:
+        return None, None, [finding("PB100", f"cannot read the file: {err.strerror or err}", file=name, hint="check the path and its permissions")]
+    if len(raw) > MAX_BYTES:
+        return None, None, [finding("PB100", f"file is {len(raw) // 1024} KiB; a build.toml is a few KiB", file=name,
+                                    hint=f"this is not a build.toml (limit {MAX_BYTES // (1024 * 1024)} MiB)")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        return None, None, [finding("PB100", "not UTF-8 text (binary data?)", file=name, line=line, hint="build.toml must be UTF-8 TOML")]
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        m = _TOML_POSITION.search(str(err))
+        message = _TOML_POSITION.sub("", str(err)).strip()
+        return text, None, [finding("PB100", f"invalid TOML: {message}", file=name, line=int(m[1]) if m else None,
+                                    hint="fix the TOML syntax at that line")]
+    except RecursionError:
+        return text, None, [finding("PB100", "invalid TOML: values nested too deeply", file=name, hint="this is not a build.toml")]
+    return text, data, []
+
+
+def validate(data: Mapping, cuda_toolkits: Mapping, rocm_toolkits: Mapping) -> tuple[list[Finding], dict | None, int]:
+    """Findings for a parsed file, plus its edition-5 form (None if refused)
+    and the edition it was written in."""
+    edition = editions.detect(data)
+    if edition.era == editions.UNSUPPORTED:
+        value = edition.edition
+        if type(value) is int:
+            return [finding("PB101", f"unsupported build edition {value}", field="general.edition",
+                            hint="publisher reads edition 5 (and migrates v1-v4); set `edition = 5` and run `publisher check`")], None, 0
+        return [finding("PB106", f"general.edition must be the integer 5, not {schema.type_name(value)}", field="general.edition",
+                        hint="write `edition = 5`")], None, 0
+    if edition.era == editions.V5:
+        return _validate_v5(data, 5, cuda_toolkits, rocm_toolkits), dict(data), 5
+    if edition.era == editions.V4:
+        warning = finding("PB102", "build.toml has no `edition`: read as the legacy v4 format and upgraded to edition 5 in memory",
+                          field="general", hint="run `publisher migrate PATH` to write edition 5 (keeps comments and order)")
+        upgraded = copy.deepcopy(dict(data))
+        if isinstance(upgraded.get("general"), dict):
+            upgraded["general"]["edition"] = 5
+        return [warning, *_validate_v5(data, 4, cuda_toolkits, rocm_toolkits)], upgraded, 4
+    return _legacy(data, edition, cuda_toolkits, rocm_toolkits), None, 3
+
+
+def _validate_v5(data: Mapping, edition: int, cuda_toolkits, rocm_toolkits) -> list[Finding]:
+    return schema.check_document(data, edition) + check_values(data) + check_archs(data, cuda_toolkits, rocm_toolkits)
+
+
+def _legacy(data: Mapping, edition: editions.Edition, cuda_toolkits, rocm_toolkits) -> list[Finding]:
+    """A v3-or-older file is refused; say why (each legacy key) and, by
+    validating its migrated form, which problems migrate would not fix."""
+    general = data.get("general") if isinstance(data.get("general"), Mapping) else {}
+    missing = [k for k in ("license", "version") if k not in general]
+    options = "".join(f" --{k} {'apache-2.0' if k == 'license' else 1}" for k in missing)
+    pre_v1 = edition.era == editions.PRE_V1
+    hint = ("cannot be migrated automatically: rewrite it as edition 5 by hand" if pre_v1
+            else f"run `publisher migrate{options} PATH` to upgrade it to edition 5")
+    out = [finding("PB103", f"legacy {edition.era} build.toml: {m.reason}", field=m.field, hint=hint) for m in edition.markers]
+    work = copy.deepcopy(dict(data))
+    try:
+        upgrade(work, edition, license=general.get("license") or "other", version=general.get("version", 1))
+    except MigrationRefused as err:
+        out.append(finding("PB103", f"legacy {edition.era} build.toml: {err.message}", field="general", hint=err.hint))
+        return out + check_values(data)
+    marked = {m.field for m in edition.markers}
+    extra = [f for f in _validate_v5(work, 5, cuda_toolkits, rocm_toolkits)
+             if f.field not in marked and f.severity is not Severity.INFO]
+    return out + extra
+
+
+def _lookup(data: Mapping, dotted: str) -> object:
+    node: object = data
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _place(findings: list[Finding], data: Mapping | None, text: str | None, file: str) -> list[Finding]:
+    """Fill in file and line: the key's line, or the list item's line when the
+    message names one of the items."""
+    lines = KeyLines(text) if text is not None else None
+    placed = []
+    for f in findings:
+        line = f.line
+        if line is None and f.field and lines is not None:
+            path = re.sub(r"\[\d+\]", "", f.field)
+            value = _lookup(data, path) if data is not None else None
+            items = [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+            item = next((v for v in items if f"`{v}`" in f.message or f"'{v}'" in f.message or f" {v} " in f" {f.message} "), None)
+            keys = tuple(path.split("."))
+            line = (lines.value_line(keys, f'"{item}"') if item is not None else None) or lines.line(keys)
+        placed.append(replace(f, file=f.file or file, line=line))
+    return placed
+
+
+def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None) -> tuple[Project | None, list[Finding]]:
+    """Read `path` (a project folder or a build.toml). Returns the project
+    (None when there are errors) and every finding. `matrix` overrides the
+    matrix.yaml whose toolkits the architecture checks use."""
+    build_toml, root = resolve(path)
+    file = str(build_toml)
+    text, data, findings = read_toml(build_toml)
+    if data is None:
+        return None, findings
+    cuda_toolkits, rocm_toolkits = _toolkits(Path(matrix) if matrix else (root / "matrix.yaml" if root and (root / "matrix.yaml").is_file() else None))
+    found, upgraded, written = validate(data, cuda_toolkits, rocm_toolkits)
+    if root is not None and layout and upgraded is not None:
+        found += check_layout(root, upgraded, file)
+    findings = _place(found, data, text, file)
+    if has_errors(findings) or upgraded is None:
+        return None, findings
+    config = to_config(upgraded, written)
+    return Project(config=config, build_toml=build_toml, root=root), findings
 
 
 def require_project(path: Path) -> Project:
@@ -43,68 +187,3 @@ def require_project(path: Path) -> Project:
             f"run `publisher check {path}` for details",
         )
     return project
-
-
-def _deps(items) -> tuple[KernelDependency, ...]:
-    return tuple(KernelDependency(d["repo-id"], d.get("version"), d.get("revision")) for d in items or ())
-
-
-def _config(data: dict) -> BuildConfig:
-    g = data["general"]
-    extras = {
-        b: BackendExtras(
-            python_depends=tuple(t.get("python-depends", ())),
-            kernel_depends=_deps(t.get("kernel-depends")),
-            minver=t.get("minver"),
-            maxver=t.get("maxver"),
-        )
-        for b in ("cuda", "xpu", "neuron", "tpu")
-        if isinstance(t := g.get(b), dict)
-    }
-    hub = g.get("hub", {})
-    general = General(
-        name=g["name"],
-        version=g["version"],
-        license=g["license"],
-        backends=tuple(g["backends"]),
-        upstream=g.get("upstream"),
-        source=g.get("source"),
-        python_depends=tuple(g.get("python-depends", ())),
-        kernel_depends=_deps(g.get("kernel-depends")),
-        backend_extras=extras,
-        hub_repo_id=hub.get("repo-id"),
-        hub_branch=hub.get("branch"),
-    )
-    kind = next(k for k in ("torch", "torch-noarch", "tvm-ffi") if k in data)
-    t = data[kind]
-    stable = t.get("stable-abi", {})
-    if isinstance(stable, str):
-        stable = {b: stable for b in general.backends}
-    framework = Framework(
-        kind=kind,
-        src=tuple(t.get("src", ())),
-        include=tuple(t.get("include", ())),
-        pyext=tuple(t.get("pyext", ("py",))),
-        minver=t.get("minver"),
-        maxver=t.get("maxver"),
-        cxx_flags=tuple(t.get("cxx-flags", ())),
-        stable_abi=dict(stable),
-    )
-    kernels = tuple(
-        Kernel(
-            name=name,
-            backend=k["backend"],
-            src=tuple(k["src"]),
-            depends=tuple(k["depends"]),
-            include=tuple(k.get("include", ())),
-            cxx_flags=tuple(k.get("cxx-flags", ())),
-            cuda_capabilities=tuple(k["cuda-capabilities"]) if "cuda-capabilities" in k else None,
-            cuda_flags=tuple(k.get("cuda-flags", ())),
-            cuda_minver=k.get("cuda-minver"),
-            rocm_archs=tuple(k["rocm-archs"]) if "rocm-archs" in k else None,
-            hip_flags=tuple(k.get("hip-flags", ())),
-            sycl_flags=tuple(k.get("sycl-flags", ())),
-        )
-        for name, k in data.get("kernel", {}).items()
-    )
-    return BuildConfig(general=general, framework=framework, kernels=kernels, edition=g.get("edition", 4))

@@ -65,6 +65,9 @@ class Framework:
     cxx_flags: tuple[str, ...] = ()
     # backend -> minimum torch version of the stable ABI; empty = not stable-ABI
     stable_abi: Mapping[str, str] = field(default_factory=dict)
+    # [torch-noarch] only: archs recorded in metadata (upstream keys cuda_capabilities / rocm_archs)
+    cuda_capabilities: tuple[str, ...] | None = None
+    rocm_archs: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

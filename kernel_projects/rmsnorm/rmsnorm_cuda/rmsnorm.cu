@@ -1,0 +1,104 @@
+// Host side of the CUDA RMSNorm: argument checks, choice of kernel and launch shape.
+#include <c10/cuda/CUDAStream.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/all.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <tuple>
+
+#include "rmsnorm_launch.h"
+#include "torch_binding.h"
+
+namespace rmsnorm {
+namespace {
+
+void check_inputs(const torch::Tensor& input, const std::optional<torch::Tensor>& weight) {
+  TORCH_CHECK(input.is_cuda(), "rms_norm: input must be a CUDA tensor");
+  TORCH_CHECK(input.dim() >= 1, "rms_norm: input must have at least one dimension");
+  const auto dtype = input.scalar_type();
+  TORCH_CHECK(dtype == torch::kFloat || dtype == torch::kHalf || dtype == torch::kBFloat16,
+              "rms_norm: input dtype must be float32, float16 or bfloat16, got ", dtype);
+  TORCH_CHECK(input.size(-1) <= std::numeric_limits<int>::max(), "rms_norm: hidden size too large");
+  if (weight) {
+    TORCH_CHECK(weight->device() == input.device(), "rms_norm: weight must be on the input's device");
+    TORCH_CHECK(weight->scalar_type() == dtype, "rms_norm: weight dtype ", weight->scalar_type(),
+                " differs from input dtype ", dtype);
+    TORCH_CHECK(weight->dim() == 1 && weight->size(0) == input.size(-1), "rms_norm: weight must have shape [",
+                input.size(-1), "], got ", weight->sizes());
+  }
+}
+
+void forward(const torch::Tensor& out, const std::optional<torch::Tensor>& residual_out, const torch::Tensor& input,
+             const std::optional<torch::Tensor>& residual, const std::optional<torch::Tensor>& weight, double eps,
+             std::optional<Launch> forced = std::nullopt) {
+  const int hidden = static_cast<int>(input.size(-1));
+  const int64_t rows = hidden == 0 ? 0 : input.numel() / hidden;
+  if (rows == 0) return;
+  const c10::cuda::CUDAGuard guard(input.device());
+  torch::Tensor w;
+  if (weight) w = weight->contiguous();
+  Args a{};
+  a.out = out.data_ptr();
+  a.residual_out = residual_out ? residual_out->data_ptr() : nullptr;
+  a.input = input.data_ptr();
+  a.residual = residual ? residual->data_ptr() : nullptr;
+  a.weight = weight ? w.data_ptr() : nullptr;
+  a.rows = rows;
+  a.hidden = hidden;
+  a.inv_hidden = 1.0f / static_cast<float>(hidden);
+  a.eps = static_cast<float>(eps);
+  TORCH_CHECK(rows <= std::numeric_limits<int>::max(), "rms_norm: too many rows");
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const Launch* shape = forced ? &*forced : nullptr;
+  cudaError_t err;
+  switch (input.scalar_type()) {
+    case torch::kFloat: err = launch_fp32(a, shape, stream); break;
+    case torch::kHalf: err = launch_fp16(a, shape, stream); break;
+    default: err = launch_bf16(a, shape, stream); break;
+  }
+  TORCH_CHECK(err == cudaSuccess, "rms_norm: kernel launch failed: ", cudaGetErrorString(err));
+}
+
+}  // namespace
+}  // namespace rmsnorm
+
+torch::Tensor rms_norm_cuda(const torch::Tensor& input, const std::optional<torch::Tensor>& weight, double eps) {
+  rmsnorm::check_inputs(input, weight);
+  const torch::Tensor x = input.contiguous();
+  torch::Tensor out = torch::empty_like(x);
+  rmsnorm::forward(out, std::nullopt, x, std::nullopt, weight, eps);
+  return out;
+}
+
+std::tuple<torch::Tensor, torch::Tensor> fused_add_rms_norm_cuda(const torch::Tensor& input,
+                                                                  const torch::Tensor& residual,
+                                                                  const std::optional<torch::Tensor>& weight,
+                                                                  double eps) {
+  rmsnorm::check_inputs(input, weight);
+  TORCH_CHECK(residual.sizes() == input.sizes(), "fused_add_rms_norm: residual shape ", residual.sizes(),
+              " differs from input shape ", input.sizes());
+  TORCH_CHECK(residual.scalar_type() == input.scalar_type() && residual.device() == input.device(),
+              "fused_add_rms_norm: residual must match the input's dtype and device");
+  const torch::Tensor x = input.contiguous();
+  const torch::Tensor r = residual.contiguous();
+  torch::Tensor out = torch::empty_like(x);
+  torch::Tensor sum = torch::empty_like(x);
+  rmsnorm::forward(out, sum, x, r, weight, eps);
+  return {out, sum};
+}
+
+#ifdef RMSNORM_TUNING
+// Development only (scripts/gpu_dev_build.py --tuning): force a launch shape
+// so that one process can sweep shapes against each other.
+torch::Tensor rms_norm_tuned_cuda(const torch::Tensor& input, const std::optional<torch::Tensor>& weight, double eps,
+                                  int64_t vpt, int64_t tpr, int64_t rpb) {
+  rmsnorm::check_inputs(input, weight);
+  const torch::Tensor x = input.contiguous();
+  torch::Tensor out = torch::empty_like(x);
+  rmsnorm::forward(out, std::nullopt, x, std::nullopt, weight, eps,
+                   rmsnorm::Launch{static_cast<int>(vpt), static_cast<int>(tpr), static_cast<int>(rpb)});
+  return out;
+}
+#endif

@@ -1,0 +1,30 @@
+"""Build backends by name. `local` builds here; `docker` and `nix` run the
+same build inside a container / the Nix sandbox (publisher/build/backend.py
+is the interface they implement)."""
+
+from __future__ import annotations
+
+import importlib
+
+from publisher.build.backend import Backend
+from publisher.errors import UsageError
+
+# name -> (module, class)
+BACKENDS = {
+    "local": ("publisher.backends.local", "LocalBackend"),
+    "docker": ("publisher.backends.docker", "DockerBackend"),
+    "nix": ("publisher.backends.nix", "NixBackend"),
+}
+
+
+def get_backend(name: str) -> Backend:
+    if name not in BACKENDS:
+        raise UsageError(f"unknown build backend {name!r}", f"use one of: {', '.join(BACKENDS)}")
+    module_name, class_name = BACKENDS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name != module_name:
+            raise
+        raise UsageError(f"the {name} backend is not available in this installation") from None
+    return getattr(module, class_name)()

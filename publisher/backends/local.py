@@ -1,0 +1,60 @@
+"""The local backend: builds a variant on this machine with a PyPI toolchain
+(its torch in an isolated environment, g++ and nvcc) driven by ninja."""
+
+from __future__ import annotations
+
+import shutil
+from typing import ClassVar
+
+from publisher.build import package
+from publisher.build.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink
+from publisher.build.compile import compile_variant
+from publisher.build.git import git_state
+from publisher.build.inputs import source_digest
+from publisher.build.metadata import write_metadata
+from publisher.errors import EnvironmentProblem
+from publisher.plan import PlannedVariant
+from publisher.toolchain import ensure_toolchain, recorded_identity
+
+
+class LocalBackend:
+    name: ClassVar[str] = "local"
+
+    def check_environment(self) -> None:
+        if not (shutil.which("g++") or shutil.which("c++")):
+            raise EnvironmentProblem("no C++ compiler found", "install g++ (Debian/Ubuntu: apt-get install g++)")
+
+    def input_identity(self, planned: PlannedVariant) -> str:
+        if planned.variant.framework == "torch-noarch":
+            return "noarch"
+        return recorded_identity(planned.toolchain) or f"not-created:{planned.toolchain.key}"
+
+    def build(self, request: BuildRequest, on_line: LineSink) -> BuildOutcome:
+        project, planned, stage = request.project, request.planned, request.stage_dir
+        assert project.root is not None
+        git = git_state(project.root)
+        unique = git.unique if git else source_digest(project)[:10]
+        ops = package.ops_id(project, planned.backend, unique)
+        noarch = planned.variant.framework == "torch-noarch"
+        versions: dict[str, str] = {}
+        archs: tuple[str, ...] = ()
+        if not noarch:
+            toolchain = ensure_toolchain(planned.toolchain, on_line, request.log)
+            versions = toolchain.versions()
+            result = compile_variant(
+                project, planned, toolchain, ops, request.work_dir,
+                cores=request.options.cores, debug=request.options.debug, log=request.log, on_line=on_line,
+            )
+            shutil.copy2(result.library, stage / result.library.name)
+            archs = planned.archs
+        try:
+            package.copy_python_package(project, stage)
+        except FileNotFoundError as err:
+            raise BuildFailed(str(err)) from None
+        package.write_ops_py(stage, ops, compiled=not noarch)
+        fields = package.metadata_fields(project, planned, ops, archs, git, versions)
+        write_metadata(stage, fields)
+        return BuildOutcome(toolchain=versions)
+
+    def close(self) -> None:
+        """Nothing to release: everything ran as child processes of this one."""

@@ -1,0 +1,180 @@
+"""Compile one variant's extension: every `[torch].src` and kernel `src` of
+the variant's backend, with ninja, into `<ops_id>.abi3.so` in the work dir."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import ninja
+
+from publisher import runner
+from publisher.build import flags
+from publisher.build.backend import BuildFailed, LineSink
+from publisher.build.ninja_file import Compile, NinjaBuild, render, write_if_changed
+from publisher.plan import PlannedVariant
+from publisher.project.model import Project
+from publisher.toolchain import Toolchain
+
+RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+_CXX = {".cpp", ".cc", ".cxx", ".c++", ".C"}
+_HEADERS = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tcc"}
+# glibc >= 2.32 symbol libstdc++ headers reference; see resources/glibc_compat.c
+_SINGLE_THREADED = "-D__libc_single_threaded=publisher_libc_single_threaded"
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    library: Path  # the linked .abi3.so in the work dir
+    ran: tuple[str, ...]  # ninja edges that ran (e.g. "CXX torch-ext/torch_binding.cpp")
+
+
+def compile_variant(
+    project: Project,
+    planned: PlannedVariant,
+    toolchain: Toolchain,
+    ops_id: str,
+    work_dir: Path,
+    *,
+    cores: int,
+    debug: bool,
+    log: Path,
+    on_line: LineSink,
+) -> CompileResult:
+    assert project.root is not None
+    root = project.root.resolve()
+    backend = planned.backend
+    work_dir.mkdir(parents=True, exist_ok=True)
+    gen = work_dir / "include"
+    gen.mkdir(exist_ok=True)
+    for name in ("registration.h", "glibc_compat.h", "glibc_compat.c"):
+        _copy_if_changed(RESOURCES / name, gen / name)
+
+    stable = project.config.framework.stable_abi.get(backend)
+    if stable and planned.variant.framework != "torch-stable-abi":
+        stable = None
+    base_defines = flags.defines(ops_id, backend, stable)
+    compat = ["-include", str(gen / "glibc_compat.h"), _SINGLE_THREADED]
+    system_includes = [*toolchain.include_dirs, toolchain.python_include]
+    cuda_includes: list[str] = []
+    if toolchain.cuda_home:
+        cuda_includes = [str(p) for p in (Path(toolchain.cuda_home) / "include",
+                                           Path(toolchain.cuda_home) / "targets" / "x86_64-linux" / "include")
+                         if p.is_dir()]
+
+    fw = project.config.framework
+    units: list[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = [
+        (src, fw.include, fw.cxx_flags, (), ()) for src in fw.src
+    ]
+    for kernel in project.config.kernels_for(backend):
+        archs = tuple(planned.kernel_archs.get(kernel.name, ()))
+        for src in kernel.src:
+            units.append((src, (*fw.include, *kernel.include), kernel.cxx_flags, kernel.cuda_flags, archs))
+
+    compiles: list[Compile] = []
+    seen: set[Path] = set()
+    for src, includes, cxx_extra, cuda_extra, archs in units:
+        source = (root / src).resolve()
+        if source in seen:
+            continue
+        seen.add(source)
+        if not source.is_file():
+            raise BuildFailed(f"{project.build_toml}: source `{src}` does not exist")
+        suffix = source.suffix
+        if suffix in _HEADERS:
+            continue
+        inc = [f"-I{gen}", f"-I{root}", *(f"-I{(root / i).resolve()}" for i in includes)]
+        obj = work_dir / "obj" / (_object_name(root, source) + ".o")
+        if suffix in _CXX:
+            args = [*flags.cxx_flags(toolchain, debug), *base_defines, *compat, *inc,
+                    *_isystem(system_includes + cuda_includes), *cxx_extra]
+            compiles.append(Compile(source, obj, "cxx", tuple(args)))
+        elif suffix == ".c":
+            args = ["-fPIC", "-O2", *base_defines, *compat, *inc, *_isystem(system_includes)]
+            compiles.append(Compile(source, obj, "cc", tuple(args)))
+        elif suffix == ".cu" and backend == "cuda":
+            if not toolchain.nvcc:
+                raise BuildFailed(f"{src}: a CUDA source but the toolchain has no nvcc")
+            if not archs:
+                raise BuildFailed(f"{src}: no CUDA capabilities to compile for (check the plan)")
+            args = [*flags.nvcc_flags(toolchain, debug), *flags.gencode_flags(archs), *base_defines, *compat,
+                    *inc, *_isystem(system_includes), *cuda_extra]
+            compiles.append(Compile(source, obj, "nvcc", tuple(args)))
+        else:
+            raise BuildFailed(
+                f"{project.build_toml}: cannot compile `{src}` for the {backend} backend "
+                f"(publisher's local backend compiles C/C++{' and CUDA' if backend == 'cuda' else ''} sources)"
+            )
+    if not compiles:
+        raise BuildFailed(f"{project.build_toml}: no compilable sources for the {backend} backend")
+    compiles.append(Compile(gen / "glibc_compat.c", work_dir / "obj" / "_glibc_compat.o", "cc",
+                            ("-fPIC", "-O2")))
+
+    library = work_dir / f"{ops_id}.abi3.so"
+    link = [f"-L{d}" for d in toolchain.library_dirs] + flags.torch_libraries(backend)
+    if backend == "cuda":
+        link.append(_cudart(toolchain))
+    if not debug:
+        link.append("-Wl,--strip-debug")
+    build = NinjaBuild(toolchain.cxx, toolchain.nvcc, tuple(compiles), library, tuple(link))
+    write_if_changed(work_dir / "build.ninja", render(build))
+    _remove_other_libraries(work_dir, library)
+
+    env = dict(os.environ)
+    env.pop("LD_RUN_PATH", None)  # ld would turn it into an RPATH
+    if toolchain.cuda_home:
+        env["CUDA_HOME"] = toolchain.cuda_home
+    ran: list[str] = []
+
+    def sink(line: str) -> None:
+        # ninja's status lines look like "[3/7] CXX path"
+        if line.startswith("[") and "] " in line:
+            ran.append(line.split("] ", 1)[1])
+        on_line(line)
+
+    ninja_bin = os.path.join(ninja.BIN_DIR, "ninja")
+    result = runner.run([ninja_bin, "-C", str(work_dir), f"-j{max(1, cores)}"], env=env, log=log, on_line=sink)
+    if not result.ok:
+        raise BuildFailed(result.first_error_line())
+    return CompileResult(library, tuple(ran))
+
+
+def _isystem(dirs) -> list[str]:
+    out: list[str] = []
+    for d in dirs:
+        out += ["-isystem", str(d)]
+    return out
+
+
+def _object_name(root: Path, source: Path) -> str:
+    try:
+        rel = source.relative_to(root).as_posix()
+    except ValueError:
+        rel = "ext/" + hashlib.sha256(str(source).encode()).hexdigest()[:12] + "/" + source.name
+    return rel.replace("/", "__")
+
+
+def _cudart(toolchain: Toolchain) -> str:
+    for d in toolchain.library_dirs:
+        if (Path(d) / "libcudart.so").exists():
+            return "-lcudart"
+    for d in toolchain.library_dirs:
+        found = sorted(Path(d).glob("libcudart.so.*"))
+        if found:
+            return f"-l:{found[0].name}"
+    raise BuildFailed("libcudart not found in the toolchain (is the CUDA runtime installed?)")
+
+
+def _copy_if_changed(src: Path, dst: Path) -> None:
+    data = src.read_bytes()
+    if not dst.exists() or dst.read_bytes() != data:
+        dst.write_bytes(data)
+
+
+def _remove_other_libraries(work_dir: Path, keep: Path) -> None:
+    """A previous ops id's library must not linger (it is copied by name)."""
+    for old in work_dir.glob("*.abi3.so"):
+        if old != keep:
+            old.unlink()

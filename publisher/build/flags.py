@@ -1,0 +1,66 @@
+"""Compiler and linker flags for one variant: what the kernel-builder layout
+promises a kernel's sources (UPSTREAM.md section 2) plus what torch needs."""
+
+from __future__ import annotations
+
+import re
+
+from publisher.toolchain import Toolchain
+
+PY_LIMITED_API = "0x03090000"  # abi3 for CPython >= 3.9, as upstream
+
+
+def gencode_flags(archs: tuple[str, ...]) -> list[str]:
+    """`8.0` -> sm_80; `9.0a` -> sm_90a; `12.1+PTX` -> sm_121 and PTX compute_121."""
+    flags: list[str] = []
+    for arch in archs:
+        m = re.fullmatch(r"(\d+)\.(\d+)([af]?)(\+PTX)?", arch)
+        if not m:
+            raise ValueError(f"not a CUDA capability: {arch!r} (expected e.g. 8.0, 9.0a, 12.0+PTX)")
+        major, minor, suffix, ptx = m.groups()
+        code = f"{major}{minor}{suffix}"
+        flags.append(f"-gencode=arch=compute_{code},code=sm_{code}")
+        if ptx:
+            flags.append(f"-gencode=arch=compute_{code},code=compute_{code}")
+    return flags
+
+
+def stable_abi_define(version: str) -> str:
+    """TORCH_TARGET_VERSION as torch documents it: (major << 56) | (minor << 48)."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return f"-DTORCH_TARGET_VERSION={hex((major << 56) | (minor << 48))}"
+
+
+def defines(ops_id: str, backend: str, stable_abi: str | None) -> list[str]:
+    out = [
+        f"-DTORCH_EXTENSION_NAME={ops_id}",
+        f"-D{backend.upper()}_KERNEL",
+        f"-DPy_LIMITED_API={PY_LIMITED_API}",
+        "-D_GLIBCXX_USE_CXX11_ABI=1",
+    ]
+    if backend == "cuda":
+        out += ["-DUSE_CUDA=1", "-DENABLE_FP8"]
+    if stable_abi:
+        out.append(stable_abi_define(stable_abi))
+    return out
+
+
+def cxx_flags(toolchain: Toolchain, debug: bool) -> list[str]:
+    return [f"-std={toolchain.cxx_std}", "-fPIC", *(["-O0", "-g"] if debug else ["-O3"])]
+
+
+def nvcc_flags(toolchain: Toolchain, debug: bool) -> list[str]:
+    return [
+        f"-std={toolchain.cxx_std}",
+        f"-ccbin={toolchain.cxx}",
+        "-Xcompiler=-fPIC",
+        "--expt-relaxed-constexpr",
+        *(["-O0", "-g", "-lineinfo"] if debug else ["-O3"]),
+    ]
+
+
+def torch_libraries(backend: str) -> list[str]:
+    libs = ["c10", "torch", "torch_cpu"]
+    if backend == "cuda":
+        libs += ["torch_cuda", "c10_cuda"]
+    return [f"-l{lib}" for lib in libs]

@@ -1,0 +1,74 @@
+"""What a variant's build depends on, hashed: the cache key that decides
+whether a variant must be rebuilt."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from publisher import __version__
+from publisher.build.backend import BuildOptions
+from publisher.plan import PlannedVariant
+from publisher.project.model import Project
+from publisher.state import STATE_DIR
+
+# Folders and files that never feed a build (tests and docs change freely).
+_SKIP_DIRS = {"build", "tests", "benchmarks", "__pycache__", "node_modules", "result"}
+_SKIP_SUFFIXES = {".pyc", ".pyo", ".md", ".lock"}
+_SKIP_NAMES = {"flake.nix", "flake.lock"}
+
+
+def project_files(project: Project) -> list[Path]:
+    """Every file of the project a build could read, in a stable order
+    (build folders, recognised by their .publisher records, are left out)."""
+    assert project.root is not None
+    root = project.root.resolve()
+    files: list[Path] = []
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+            if entry.is_dir():
+                if entry.name.startswith(".") or entry.name in _SKIP_DIRS or (entry / STATE_DIR).is_dir():
+                    continue
+                stack.append(entry)
+            elif entry.is_file():
+                if entry.suffix in _SKIP_SUFFIXES or entry.name in _SKIP_NAMES or entry.name.startswith("."):
+                    continue
+                files.append(entry)
+    return sorted(files)
+
+
+def source_digest(project: Project) -> str:
+    assert project.root is not None
+    root = project.root.resolve()
+    h = hashlib.sha256()
+    for path in project_files(project):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def input_key(
+    project: Project,
+    planned: PlannedVariant,
+    options: BuildOptions,
+    backend_name: str,
+    backend_identity: str,
+    sources: str,
+    unique: str,
+) -> str:
+    blob = {
+        "publisher": __version__,
+        "backend": backend_name,
+        "backend-identity": backend_identity,
+        "variant": planned.name,
+        "archs": {k: list(v) for k, v in sorted(planned.kernel_archs.items())},
+        "toolchain": asdict(planned.toolchain),
+        "debug": options.debug,
+        "sources": sources,
+        "unique": unique,
+    }
+    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()

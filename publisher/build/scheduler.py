@@ -1,0 +1,243 @@
+"""Running many variants: selection of what to rebuild (content-addressed
+cache), parallel builds within a jobs x cores budget, keep-going or
+fail-fast, validation, the atomic move into place, reports and progress."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Sequence
+
+from publisher import runner, state
+from publisher.build import stage as staging
+from publisher.build.abi import AbiReport, check_abi
+from publisher.build.backend import (
+    Backend,
+    BuildFailed,
+    BuildOptions,
+    BuildRequest,
+    ToolchainUnavailable,
+)
+from publisher.build.git import git_state
+from publisher.build.inputs import input_key, source_digest
+from publisher.build.metadata import METADATA, check_variant
+from publisher.plan import PlannedVariant
+from publisher.project.model import Project
+from publisher.ui import Progress
+
+GIB = 1024**3
+NVCC_BYTES = 3 * GIB  # one nvcc process peaks at ~2-4 GiB
+CXX_BYTES = 1 * GIB
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    variant: str
+    state: str  # built, cached, failed, unavailable, cancelled
+    seconds: float = 0.0
+    error: str | None = None  # first error line (failed)
+    reason: str | None = None  # why no toolchain (unavailable)
+    abi: AbiReport | None = None
+    fingerprint: str | None = None
+    inputs: str | None = None
+    backend: str = ""
+    log: str = ""
+    toolchain: dict = field(default_factory=dict)
+
+    def report_entry(self) -> dict:
+        return {
+            "state": self.state,
+            "fingerprint": self.fingerprint,
+            "inputs": self.inputs,
+            "seconds": round(self.seconds, 3),
+            "error": self.error,
+            "reason": self.reason,
+            "abi": self.abi.as_dict() if self.abi else None,
+            "backend": self.backend,
+            "log": self.log,
+            "toolchain": self.toolchain,
+        }
+
+    def as_dict(self) -> dict:
+        return {"variant": self.variant, **self.report_entry()}
+
+
+def default_budget(planned: Sequence[PlannedVariant], jobs: int | None, cores: int | None) -> tuple[int, int]:
+    """(jobs, cores): parallel variants x compiler processes each, within the
+    machine's cores and its free memory (nvcc is memory hungry)."""
+    cpus = os.cpu_count() or 1
+    per_proc = NVCC_BYTES if any(p.backend == "cuda" for p in planned) else CXX_BYTES
+    procs = max(1, min(cpus, _available_memory() // per_proc))
+    if jobs and cores:
+        return jobs, cores
+    if jobs:
+        return jobs, max(1, procs // jobs)
+    if cores:
+        return max(1, min(len(planned) or 1, procs // cores)), cores
+    jobs = max(1, min(len(planned) or 1, procs // 2))
+    return jobs, max(1, procs // jobs)
+
+
+def _available_memory() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 8 * GIB
+
+
+def failed_in_report(build_dir: Path) -> set[str]:
+    report = state.read_report(state.build_report_path(build_dir))
+    return {name for name, e in report["variants"].items() if e.get("state") in ("failed", "cancelled")}
+
+
+class Scheduler:
+    def __init__(self, project: Project, backend: Backend, build_dir: Path, options: BuildOptions,
+                 progress: Progress, fail_fast: bool = False):
+        self.project = project
+        self.backend = backend
+        self.build_dir = Path(build_dir)
+        self.options = options
+        self.progress = progress
+        self.fail_fast = fail_fast
+        self.cancel = threading.Event()
+        self._report_lock = threading.Lock()
+
+    def run(self, planned: Sequence[PlannedVariant]) -> list[VariantResult]:
+        assert self.project.root is not None
+        self.backend.check_environment()
+        with staging.build_lock(self.build_dir):
+            state.logs_dir(self.build_dir).mkdir(parents=True, exist_ok=True)
+            self._report = state.read_report(state.build_report_path(self.build_dir))
+            git = git_state(self.project.root)
+            self._sources = source_digest(self.project)
+            self._unique = git.unique if git else self._sources[:10]
+            self.progress.start([p.name for p in planned])
+            results: dict[str, VariantResult] = {}
+            pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="build")
+            futures: dict[Future, PlannedVariant] = {pool.submit(self._one, p): p for p in planned}
+            try:
+                pending = set(futures)
+                while pending:
+                    done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        res = fut.result()
+                        results[res.variant] = res
+                        if res.state == "failed" and self.fail_fast and not self.cancel.is_set():
+                            self._stop()
+            except KeyboardInterrupt:
+                self._stop()
+                pool.shutdown(wait=True, cancel_futures=True)
+                self.progress.close()
+                raise
+            pool.shutdown(wait=True)
+            self.progress.close()
+            return [results[p.name] for p in planned if p.name in results]
+
+    def _stop(self) -> None:
+        self.cancel.set()
+        runner.kill_all()
+
+    # -- one variant -------------------------------------------------------
+
+    def _one(self, planned: PlannedVariant) -> VariantResult:
+        name = planned.name
+        log = state.logs_dir(self.build_dir) / f"{name}.log"
+        base = VariantResult(name, "cancelled", backend=self.backend.name, log=str(log))
+        if self.cancel.is_set():
+            self.progress.update(name, "cancelled")
+            return base
+        t0 = time.monotonic()
+        key = input_key(self.project, planned, self.options, self.backend.name,
+                        self.backend.input_identity(planned), self._sources, self._unique)
+        base = replace(base, inputs=key)
+        cached = self._cached(planned, key)
+        if cached is not None:
+            res = replace(cached, seconds=time.monotonic() - t0, log=str(log), backend=self.backend.name)
+            if self.options.strict and res.abi and not res.abi.ok:
+                res = replace(res, state="failed", error=f"ABI: {res.abi.violations[0]}")
+            return self._finish(res)
+        log.write_text("")
+        self.progress.update(name, "building", log=log)
+        stage = staging.new_stage(self.build_dir, name)
+        work = staging.work_dir(self.build_dir, name)
+        request = BuildRequest(self.project, planned, stage, log, work, self.options)
+        try:
+            outcome = self.backend.build(request, lambda line: self.progress.line(name, line))
+            if self.cancel.is_set():
+                raise BuildFailed("cancelled")
+            self.progress.update(name, "checking")
+            self._validate(stage)
+            abi = check_abi(stage) if any(stage.rglob("*.so")) else AbiReport()
+            if abi.violations:
+                _append(log, "ABI check:\n" + "\n".join(f"  {v}" for v in abi.violations))
+            if self.options.strict and not abi.ok:
+                raise BuildFailed(f"ABI: {abi.violations[0]}")
+            target = self.build_dir / name
+            staging.promote(stage, target)
+            res = replace(base, state="built", abi=abi, toolchain=outcome.toolchain,
+                          fingerprint=state.variant_fingerprint(target))
+        except ToolchainUnavailable as err:
+            _append(log, f"toolchain unavailable: {err.reason}")
+            res = replace(base, state="unavailable", reason=err.reason)
+        except BuildFailed as err:
+            _append(log, f"build failed: {err.first_error}")
+            res = replace(base, state="cancelled" if self.cancel.is_set() else "failed", error=err.first_error)
+        except Exception as err:  # a bug or an unexpected environment: keep going, keep the traceback
+            _append(log, traceback.format_exc())
+            res = replace(base, state="failed", error=f"{type(err).__name__}: {err}")
+        finally:
+            staging.discard(stage)
+        return self._finish(replace(res, seconds=time.monotonic() - t0))
+
+    def _cached(self, planned: PlannedVariant, key: str) -> VariantResult | None:
+        if self.options.force:
+            return None
+        entry = self._report["variants"].get(planned.name) or {}
+        target = self.build_dir / planned.name
+        if entry.get("inputs") != key or entry.get("state") not in ("built", "cached"):
+            return None
+        if not (target / METADATA).is_file() or state.variant_fingerprint(target) != entry.get("fingerprint"):
+            return None
+        if not check_variant(target).ok:
+            return None
+        abi = entry.get("abi") or {}
+        return VariantResult(
+            planned.name, "cached", inputs=key, fingerprint=entry["fingerprint"],
+            abi=AbiReport(violations=tuple(abi.get("violations", ()))), toolchain=entry.get("toolchain") or {},
+        )
+
+    def _validate(self, stage: Path) -> None:
+        check = check_variant(stage)
+        if not check.ok:
+            raise BuildFailed(f"invalid variant: {check.problems[0]}")
+        try:  # the client's own parser, where installed
+            from kernels._rust import Metadata
+        except ImportError:
+            return
+        try:
+            Metadata.from_bytes((stage / METADATA).read_bytes())
+        except Exception as err:
+            raise BuildFailed(f"metadata.json is rejected by the kernels client: {err}") from None
+
+    def _finish(self, res: VariantResult) -> VariantResult:
+        detail = res.error or res.reason or ""
+        if not detail and res.abi and not res.abi.ok:
+            detail = f"ABI: {len(res.abi.violations)} violation(s)"
+        self.progress.update(res.variant, res.state, detail=detail, seconds=res.seconds, log=Path(res.log))
+        if res.state != "cancelled":
+            with self._report_lock:
+                state.update_report(state.build_report_path(self.build_dir), {res.variant: res.report_entry()})
+        return res
+
+
+def _append(log: Path, text: str) -> None:
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(text.rstrip("\n") + "\n")

@@ -1,0 +1,76 @@
+"""`publisher build`: build the project's variants into build/<variant>/."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from publisher import state
+from publisher.backends import BACKENDS, get_backend
+from publisher.build.backend import BuildOptions
+from publisher.build.scheduler import Scheduler, default_budget, failed_in_report
+from publisher.cli.common import echo_json, json_flag
+from publisher.errors import EXIT_FAILED, UsageError
+from publisher.matrix import find_matrix, load_matrix
+from publisher.plan import local_plan, make_plan, select
+from publisher.project.load import require_project
+from publisher.ui import PlainLines, make_progress, render_summary
+
+
+@click.command("build")
+@click.argument("path", type=click.Path(path_type=Path), default=Path("."))
+@click.option("--local", "local", is_flag=True, help="Build only the variant of the running Python's torch.")
+@click.option("--variant", "include", multiple=True, metavar="GLOB", help="Build only variants matching GLOB.")
+@click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB.")
+@click.option("--backend", "backend_name", type=click.Choice(list(BACKENDS)), default="local", show_default=True)
+@click.option("--jobs", type=click.IntRange(min=1), help="Variants built at once (default: from cores and memory).")
+@click.option("--cores", type=click.IntRange(min=1), help="Compiler processes per variant.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first failed variant (default: keep going).")
+@click.option("--only-failed", is_flag=True, help="Rebuild only the variants that failed last time.")
+@click.option("--force", is_flag=True, help="Rebuild even when nothing changed.")
+@click.option("--debug", is_flag=True, help="Keep debug info (no optimisation, no stripping).")
+@click.option("--strict", is_flag=True, help="Treat ABI check violations as errors.")
+@json_flag
+@click.option("--matrix", "matrix_file", type=click.Path(path_type=Path), help="Matrix file (default: the project's or publisher's).")
+@click.option("--out", type=click.Path(path_type=Path), help="Build folder (default: PATH/build).")
+def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, only_failed, force, debug, strict,
+            as_json, matrix_file, out) -> int:
+    """Build the variants of the kernel project at PATH."""
+    project = require_project(path)
+    build_dir = (Path(out) if out else Path(path) / "build").resolve()
+    matrix = load_matrix(find_matrix(project.root, matrix_file))
+    plan = local_plan(project, matrix) if local else make_plan(project, matrix)
+    chosen = select(plan, list(include), list(skip))
+    if only_failed:
+        failed = failed_in_report(build_dir)
+        chosen = tuple(p for p in chosen if p.name in failed)
+        if not chosen:
+            click.echo("no failed variants to rebuild", err=True)
+            return 0
+    if not chosen:
+        raise UsageError("no variant to build", f"run `publisher matrix {path}` to see why each cell is left out")
+    jobs, cores = default_budget(chosen, jobs, cores)
+    options = BuildOptions(debug=debug, jobs=jobs, cores=cores, strict=strict, force=force)
+    backend = get_backend(backend_name)
+    progress = PlainLines(sys.stderr) if as_json else make_progress()
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        results = Scheduler(project, backend, build_dir, options, progress, fail_fast=fail_fast).run(chosen)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        backend.close()
+    rows = [r.as_dict() for r in results]
+    if as_json:
+        echo_json({"build_dir": str(build_dir), "report": str(state.build_report_path(build_dir)), "variants": rows})
+    else:
+        click.echo(render_summary(rows))
+        click.echo(f"logs: {state.logs_dir(build_dir)}")
+    return EXIT_FAILED if any(r.state in ("failed", "cancelled") for r in results) else 0
+
+
+def _interrupt(signum, frame) -> None:
+    """SIGTERM: stop like Ctrl-C (kill compilers, discard staging)."""
+    raise KeyboardInterrupt

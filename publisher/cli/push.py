@@ -1,0 +1,196 @@
+"""`publisher push [REPO_ID] [PATH]`: publish the variants built in PATH/build/
+to a Hub kernel repo as one verified commit on the version branch, and the
+kernel card to main."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+import click
+
+from publisher import state
+from publisher.cli.common import echo_json
+from publisher.errors import ProjectError, UsageError
+from publisher.findings import Finding
+from publisher.hub_client import HubClient
+from publisher.matrix import find_matrix, load_matrix
+from publisher.project.load import require_project
+from publisher.push import card as card_mod
+from publisher.push import gate, verify
+from publisher.push.plan import PushPlan
+from publisher.push.publish import plan_push, publish, publish_card
+from publisher.secrets import redact
+
+
+def _say(text: str) -> None:
+    click.echo(redact(text), err=True)
+
+
+def _split_args(args: tuple[str, ...]) -> tuple[str | None, Path]:
+    if len(args) > 2:
+        raise UsageError("too many arguments: expected [REPO_ID] [PATH]")
+    if len(args) == 1 and Path(args[0]).is_dir():
+        return None, Path(args[0])
+    return (args[0] if args else None), Path(args[1] if len(args) > 1 else ".")
+
+
+def _variant_dirs(build_dir: Path, include: tuple[str, ...], skip: tuple[str, ...]) -> list[str]:
+    names = sorted(p.name for p in build_dir.iterdir() if p.is_dir() and not p.name.startswith(".")) \
+        if build_dir.is_dir() else []
+    if not names:
+        raise UsageError(f"no built variants in {build_dir}", "run `publisher build` first")
+    chosen = [n for n in names if (not include or any(fnmatch.fnmatchcase(n, g) for g in include))
+              and not any(fnmatch.fnmatchcase(n, g) for g in skip)]
+    if not chosen:
+        raise UsageError("no built variant matches --variant/--skip", f"built variants: {', '.join(names)}")
+    return chosen
+
+
+def _refusal(findings: list[Finding]) -> ProjectError:
+    lines = [f"  {f.message}" + (f"\n    fix: {f.hint}" if f.hint else "") for f in findings]
+    return ProjectError("push refused:\n" + "\n".join(lines))
+
+
+def _version(verdicts: list[gate.Verdict], declared: int) -> int:
+    versions = {v.variant: v.metadata["version"] for v in verdicts if v.metadata}
+    distinct = sorted(set(versions.values()))
+    if len(distinct) > 1:
+        detail = ", ".join(f"{n}: {ver}" for n, ver in sorted(versions.items()))
+        raise ProjectError(f"the variants disagree on the version ({detail})",
+                           "rebuild them all from the same build.toml, or push them separately with --variant")
+    if distinct and distinct[0] != declared:
+        _say(f"warning: the build says version {distinct[0]}, build.toml says {declared}; publishing as {distinct[0]}")
+    return distinct[0] if distinct else declared
+
+
+def _render_plan(plan: PushPlan) -> str:
+    rows = [("GROUP", "ADD", "DELETE", "UNCHANGED", "BYTES")]
+    for g in plan.groups:
+        s = g.summary()
+        rows.append((g.name, str(len(s["added"])), str(len(s["deleted"])), str(s["unchanged"]), _size(s["bytes"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if plan.kept_variants:
+        lines.append(f"kept on the branch, not part of this push: {', '.join(plan.kept_variants)}")
+    return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+@click.command("push")
+@click.argument("args", nargs=-1, metavar="[REPO_ID] [PATH]")
+@click.option("--private", is_flag=True, help="Create the repo as private (when it does not exist).")
+@click.option("--dry-run", is_flag=True, help="Print the plan (per variant: added, deleted, unchanged, bytes); change nothing.")
+@click.option("--create-pr", is_flag=True, help="Open pull requests instead of committing to the branches.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
+@click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL (default: HF_ENDPOINT, else huggingface.co).")
+@click.option("--allow-untested", is_flag=True, help="Publish variants whose tests failed or did not run on their hardware.")
+@click.option("--variant", "include", multiple=True, metavar="GLOB", help="Only variants matching GLOB (repeatable).")
+@click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB (repeatable).")
+@click.option("--branch", help="Branch to publish to (default: [general.hub] branch, else v<version>).")
+@click.option("--no-card", is_flag=True, help="Do not update README.md on main.")
+def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested, include, skip, branch, no_card) -> int:
+    """Publish the built variants of the project at PATH (default .) to REPO_ID
+    (default [general.hub] repo-id) as one verified commit."""
+    repo_arg, path = _split_args(args)
+    project = require_project(path)
+    general = project.config.general
+    repo_id = repo_arg or general.hub_repo_id
+    if not repo_id:
+        raise UsageError("no repo id: pass REPO_ID or set [general.hub] repo-id in build.toml")
+    build_dir = Path(path) / "build"
+
+    verdicts = [gate.judge(build_dir, name, allow_untested) for name in _variant_dirs(build_dir, include, skip)]
+    findings = [f for v in verdicts for f in v.findings]
+    errors = [f for f in findings if f.is_error]
+    for f in findings:
+        if not f.is_error:
+            _say(f"warning: {f.message}" + (f" ({f.hint})" if f.hint else ""))
+    if errors and not dry_run:
+        raise _refusal(errors)
+    version = _version(verdicts, general.version)
+    branch = branch or general.hub_branch or f"v{version}"
+    variants = {v.variant: build_dir / v.variant for v in verdicts}
+
+    client = HubClient(endpoint, on_retry=lambda message: _say(f"retry: {message}"))
+    repo_exists = client.repo_exists(repo_id)
+    if not dry_run and not repo_exists:
+        client.ensure_repo(repo_id, private)
+        repo_exists = True
+    plan = plan_push(client, repo_id, branch, variants, project.root, repo_exists)
+
+    rows = [card_mod.VariantRow(v.variant, v.metadata["backend"]["type"], tuple(v.metadata["backend"].get("archs") or ()),
+                                card_mod.describe_test(v.test)) for v in verdicts]
+    kept_rows = [card_mod.VariantRow(n, "?", (), "published earlier") for n in plan.kept_variants]
+    card = card_mod.render(project, repo_id, version, rows + kept_rows)
+    readme = state.state_dir(build_dir) / "README.md"
+    readme.parent.mkdir(parents=True, exist_ok=True)
+    readme.write_text(card.text)
+
+    report: dict = {"repo_id": repo_id, "branch": branch, "version": version, "dry_run": dry_run,
+                    "endpoint": client.endpoint, "plan": plan.to_dict(), "card": str(readme),
+                    "refused": [f.message for f in errors],
+                    "warnings": [f.message for f in findings if not f.is_error]}
+    if not as_json:
+        click.echo(f"{'plan for' if dry_run else 'pushing'} {repo_id} branch {branch} "
+                   f"({'existing' if plan.branch_exists else 'new'}"
+                   f"{', at ' + plan.parent_commit[:12] if plan.parent_commit else ''})")
+        click.echo(_render_plan(plan))
+    resolutions = verify.resolve_cells(list(variants) + list(plan.kept_variants),
+                                       load_matrix(find_matrix(project.root)).cells)
+    report["resolutions"] = [r.__dict__ for r in resolutions]
+    if dry_run:
+        _finish(report, resolutions, as_json, repo_id, version)
+        if errors:
+            raise _refusal(errors)
+        return 0
+
+    if not plan.is_noop:
+        _say(f"uploading {len(plan.changes)} change(s), {_size(plan.bytes_to_send)}, as one commit")
+    outcome = publish(client, plan, version, create_pr)
+    report.update(commit=outcome.commit, reconciled=outcome.reconciled, pr_url=outcome.pr_url)
+    if outcome.commit is None and not as_json:
+        click.echo("nothing changed: no commit")
+    elif not as_json:
+        click.echo(f"committed {outcome.commit}" + (f" (pull request: {outcome.pr_url})" if outcome.pr_url else "")
+                   + (" — the answer was lost, the branch shows it landed" if outcome.reconciled else ""))
+
+    target = outcome.commit if outcome.pr_url else None
+    remote = client.tree(repo_id, target or client.branches(repo_id)[branch])
+    problems = verify.compare(plan.expected(), plan.deleted(), remote)
+    report["verified"] = not problems
+    report["verify_problems"] = problems
+    if problems:
+        raise ProjectError("verification failed: the branch does not hold this build:\n  " + "\n  ".join(problems))
+    if not as_json:
+        click.echo(f"verified: {len(plan.expected())} file(s) on {branch} match the local build")
+
+    if not no_card:
+        card_outcome = publish_card(client, repo_id, readme, card.media, create_pr)
+        report["card_commit"] = card_outcome.commit
+        if not as_json:
+            click.echo("card: README.md on main " + (f"updated ({card_outcome.commit[:12]})" if card_outcome.commit
+                                                      else "unchanged"))
+    _finish(report, resolutions, as_json, repo_id, version)
+    return 0
+
+
+def _finish(report: dict, resolutions: list[verify.Resolution], as_json: bool, repo_id: str, version: int) -> None:
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(f"\nget_kernel(\"{repo_id}\", version={version}) in each environment of the matrix:")
+    width = max((len(r.environment) for r in resolutions), default=0)
+    for r in resolutions:
+        target = r.variant if r.variant else f"none ({r.reason})"
+        click.echo(f"  {r.environment.ljust(width)}  -> {target}")
+    missing = [r.environment for r in resolutions if r.variant is None]
+    if missing:
+        click.echo(f"{len(missing)} environment(s) get no variant.")

@@ -1,0 +1,81 @@
+"""`publisher release PATH --repo ORG/NAME`: check -> build -> test -> push,
+stopping before the push when a selected variant failed its tests or did not
+run on its hardware. Each step is the command of that stage, invoked as is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from publisher.cli import build as build_cli
+from publisher.cli import check as check_cli
+from publisher.cli import push as push_cli
+from publisher.cli.test import echo_run, test_options
+from publisher.errors import ProjectError
+from publisher.project.load import require_project
+from publisher.smoke.runner import TestOptions
+from publisher.smoke.stage import run_tests
+
+# Statuses that stop a release: a variant that failed, could not be tested, or
+# was only loaded (its hardware is not here).
+_BLOCKING = ("failed", "error", "loaded-not-run")
+
+
+def _step(title: str) -> None:
+    click.secho(f"\n== {title}", bold=True, err=True)
+
+
+@click.command("release")
+@click.argument("path", type=click.Path(path_type=Path, exists=True, file_okay=False), default=".")
+@click.option("--repo", "repo", required=True, metavar="ORG/NAME", help="Hub kernel repo to publish to.")
+@click.option("--local", is_flag=True, help="Build only the variant of the running Python's torch.")
+@click.option("--variant", "include", multiple=True, metavar="GLOB", help="Only variants matching GLOB (repeatable).")
+@click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB (repeatable).")
+@click.option("--allow-untested", is_flag=True,
+              help="Push even when variants failed their tests or did not run on their hardware (not recommended).")
+@test_options
+@click.option("--matrix", "matrix_file", type=click.Path(path_type=Path), help="Matrix file (default: the project's or publisher's).")
+@click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL (default: HF_ENDPOINT, else huggingface.co).")
+@click.option("--private", is_flag=True, help="Create the repo as private (when it does not exist).")
+@click.option("--dry-run", is_flag=True, help="Stop at the push plan; change nothing on the Hub.")
+@click.pass_context
+def command(ctx: click.Context, path: Path, repo: str, local: bool, include, skip, allow_untested: bool,
+            repo_id, require_gpu, timeout, test_timeout, matrix_file, endpoint, private, dry_run) -> int:
+    """Check, build, test and publish the kernel project in PATH."""
+    _step("check")
+    if ctx.invoke(check_cli.command, path=path, fmt="human", config_only=False, quiet=True, matrix_file=matrix_file):
+        raise ProjectError("release stopped: `publisher check` found errors", f"run `publisher check {path}`")
+
+    _step("build")
+    if ctx.invoke(build_cli.command, path=path, local=local, include=include, skip=skip, backend_name="local",
+                  jobs=None, cores=None, fail_fast=False, only_failed=False, force=False, debug=False, strict=False,
+                  as_json=False, matrix_file=matrix_file, out=None):
+        raise ProjectError("release stopped: some variants failed to build", "see the build summary above")
+
+    _step("test")
+    project = require_project(path)
+    run = run_tests(
+        project, Path(path) / "build", include=include, skip=skip, matrix_path=matrix_file,
+        options=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout,
+                            require_gpu=require_gpu),
+        on_progress=lambda line: click.echo(line, err=True),
+    )
+    echo_run(run, as_json=False)
+    blocked = [r for r in run.results if r.status in _BLOCKING]
+    if blocked:
+        listing = "\n".join(f"  {r.variant}: {r.status}" + (f" ({r.reason})" if r.reason else "") for r in blocked)
+        if not allow_untested:
+            raise ProjectError(
+                f"release stopped before the push: {len(blocked)} variant(s) failed or did not run on their hardware:\n{listing}",
+                "fix the kernel, or test on the right hardware (scripts/gpu_test.sh); --allow-untested overrides",
+            )
+        click.secho(
+            f"WARNING: --allow-untested: publishing {len(blocked)} variant(s) that failed or did not run on their hardware:\n{listing}",
+            fg="red", bold=True, err=True,
+        )
+
+    _step("push")
+    return ctx.invoke(push_cli.command, args=(repo, str(path)), private=private, dry_run=dry_run, create_pr=False,
+                      as_json=False, endpoint=endpoint, allow_untested=allow_untested, include=include, skip=skip,
+                      branch=None, no_card=False)

@@ -1,0 +1,1 @@
+"""A Hub-compatible server (storage, HTTP API, fault injection) for tests and local dry runs."""

@@ -1,0 +1,630 @@
+"""A Hub-compatible HTTP server (UPSTREAM.md section 6) for tests and local dry
+runs: the real `huggingface_hub` and `kernels` clients talk to it as to the Hub
+(with HF_HUB_DISABLE_XET=1: it speaks plain LFS, not Xet).
+
+Standard library only (ThreadingHTTPServer). Listens on 127.0.0.1.
+Besides the Hub API it has two admin endpoints for tests:
+  /_admin/faults   POST a rule (see faults.py), GET pending rules, DELETE all
+  /_admin/stats    GET request counts and request-body bytes per endpoint, DELETE to reset
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from publisher.hub.faults import Faults, FaultRule
+from publisher.hub.storage import REPO_TYPES, Entry, HubError, Repo, Storage, lfs_pointer
+
+_PREFIXES = {"datasets": "dataset", "spaces": "space", "kernels": "kernel"}
+_URL_PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/", "kernel": "kernels/"}
+_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """tokens: token -> "write" or "read". trusted_orgs: orgs whose overview says
+    trustedKernelPublisher (None = every org)."""
+
+    tokens: Mapping[str, str] = field(default_factory=dict)
+    trusted_orgs: frozenset[str] | None = None
+    user: str = "publisher-dev"
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes | object = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    stream: Iterator[bytes] | None = None  # body sent from an iterator (Content-Length set by caller)
+
+
+def _iso(ts: int) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def _json(data: object, status: int = 200, headers: dict | None = None) -> Reply:
+    return Reply(status, json.dumps(data).encode(), {"Content-Type": "application/json", **(headers or {})})
+
+
+class HubState:
+    """What the request handlers share: storage, auth, faults, counters."""
+
+    def __init__(self, storage: Storage, config: ServerConfig):
+        self.storage = storage
+        self.config = config
+        self.faults = Faults()
+        self.secret = secrets.token_bytes(16)
+        self._stats_lock = threading.Lock()
+        self.requests: dict[str, int] = {}
+        self.bytes_in: dict[str, int] = {}
+
+    def count(self, kind: str, nbytes: int) -> None:
+        with self._stats_lock:
+            self.requests[kind] = self.requests.get(kind, 0) + 1
+            self.bytes_in[kind] = self.bytes_in.get(kind, 0) + nbytes
+
+    def stats(self) -> dict:
+        with self._stats_lock:
+            return {
+                "requests": dict(self.requests),
+                "bytes_in": dict(self.bytes_in),
+                "bytes_in_total": sum(self.bytes_in.values()),
+            }
+
+    def reset_stats(self) -> None:
+        with self._stats_lock:
+            self.requests.clear()
+            self.bytes_in.clear()
+
+    def ticket(self, repo: Repo, oid: str, size: int) -> str:
+        return hmac.new(self.secret, f"{repo.type}/{repo.id}/{oid}/{size}".encode(), hashlib.sha256).hexdigest()
+
+
+class _Dropped(Exception):
+    """Close the connection without an answer (fault injection)."""
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "publisher-hub/1"
+    state: HubState  # set on the subclass made by make_server
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 - signature of the base class
+        if os.environ.get("PUBLISHER_HUB_LOG"):
+            super().log_message(format, *args)
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_HEAD(self) -> None:
+        self._dispatch("HEAD")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    # -- plumbing ------------------------------------------------------------
+    def _dispatch(self, method: str) -> None:
+        self._body_read = 0
+        self._body_done = False
+        split = urlsplit(self.path)
+        self.query = parse_qs(split.query)
+        self.base = f"http://{self.headers.get('Host', '127.0.0.1')}"
+        kind, action = "unknown", None
+        try:
+            kind, action = self._route(method, [s for s in split.path.split("/") if s])
+            rule = self.state.faults.take(kind)
+            if rule is not None and rule.action == "delay":
+                time.sleep(rule.seconds)
+                rule = None
+            if rule is not None and rule.action != "drop-after":
+                self._inject(rule, kind)
+                return
+            reply = action()
+            if rule is not None:  # drop-after: the work is done, the answer is lost
+                raise _Dropped()
+        except _Dropped:
+            self._drain_quietly()
+            self.state.count(kind, self._body_read)
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        except HubError as err:
+            reply = self._error(err)
+        except (ValueError, KeyError, json.JSONDecodeError) as err:
+            reply = self._error(HubError(400, f"Bad request: {err}"))
+        self._drain_quietly()
+        self.state.count(kind, self._body_read)
+        self._send(reply, head=method == "HEAD")
+
+    def _inject(self, rule: FaultRule, kind: str) -> None:
+        if rule.action == "drop":
+            # Read part of the body (a transfer cut in the middle), then hang up.
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self._read(max(1, length // 2))
+            raise _Dropped()
+        self._drain_quietly()
+        self.state.count(kind, self._body_read)
+        self._send(self._error(HubError(rule.status, f"Injected fault: {kind} answers {rule.status}")), head=False)
+
+    def _error(self, err: HubError) -> Reply:
+        headers = {"X-Error-Message": err.message.replace("\n", " ")}
+        if err.code:
+            headers["X-Error-Code"] = err.code
+        return _json({"error": err.message}, err.status, headers)
+
+    def _send(self, reply: Reply, head: bool) -> None:
+        body = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+        self.send_response(reply.status)
+        headers = dict(reply.headers)
+        if reply.stream is None:
+            headers.setdefault("Content-Length", str(len(body)))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        if head:
+            return
+        if reply.stream is not None:
+            for chunk in reply.stream:
+                self.wfile.write(chunk)
+        else:
+            self.wfile.write(body)
+
+    def _body_chunks(self) -> Iterator[bytes]:
+        """The request body, Content-Length or chunked, as it arrives."""
+        if self._body_done:
+            return
+        self._body_done = True
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            while True:
+                line = self.rfile.readline(65537)
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    return
+                remaining = size
+                while remaining:
+                    chunk = self.rfile.read(min(remaining, _CHUNK))
+                    if not chunk:
+                        raise _Dropped()
+                    remaining -= len(chunk)
+                    self._body_read += len(chunk)
+                    yield chunk
+                self.rfile.readline(3)
+        else:
+            remaining = int(self.headers.get("Content-Length") or 0)
+            while remaining:
+                chunk = self.rfile.read(min(remaining, _CHUNK))
+                if not chunk:
+                    raise _Dropped()
+                remaining -= len(chunk)
+                self._body_read += len(chunk)
+                yield chunk
+
+    def _read(self, limit: int) -> bytes:
+        data = b""
+        for chunk in self._body_chunks():
+            data += chunk
+            if len(data) >= limit:
+                break
+        return data
+
+    def _body(self) -> bytes:
+        return b"".join(self._body_chunks())
+
+    def _json_body(self) -> dict:
+        raw = self._body()
+        return json.loads(raw) if raw.strip() else {}
+
+    def _drain_quietly(self) -> None:
+        try:
+            for _ in self._body_chunks():
+                pass
+        except (_Dropped, OSError, ValueError):
+            self.close_connection = True
+
+    # -- auth ----------------------------------------------------------------
+    def _token(self) -> str | None:
+        value = self.headers.get("Authorization") or ""
+        token = value[7:].strip() if value.lower().startswith("bearer ") else None
+        if token and token not in self.state.config.tokens:
+            raise HubError(401, "Invalid credentials in Authorization header")
+        return token or None
+
+    def _require_write(self) -> None:
+        token = self._token()
+        if token is None:
+            raise HubError(401, "Authorization required: this operation needs a token with write access")
+        if self.state.config.tokens[token] != "write":
+            raise HubError(403, "Your token is read-only: you don't have the rights to write to this repository")
+
+    def _repo(self, repo_type: str, repo_id: str, write: bool = False) -> Repo:
+        if write:
+            self._require_write()
+        token = self._token()
+        repo = self.state.storage.get(repo_type, repo_id)
+        if repo.private and token is None:
+            raise HubError(401, f"Repository Not Found: {repo_id} (private)", "RepoNotFound")
+        return repo
+
+    # -- routing ---------------------------------------------------------------
+    def _route(self, method: str, seg: list[str]) -> tuple[str, Callable[[], Reply]]:
+        def need(allowed: str) -> None:
+            if method not in allowed.split():
+                raise HubError(405, f"{method} not allowed here")
+
+        if seg[:1] == ["_admin"]:
+            return "admin", lambda: self._admin(method, seg[1:])
+        if seg[:1] == ["_lfs"] and len(seg) == 5:
+            need("PUT")
+            return "lfs-put", lambda: self._lfs_put(seg[1], f"{seg[2]}/{seg[3]}", seg[4])
+        if seg[:1] == ["api"]:
+            rest = seg[1:]
+            if rest == ["repos", "create"]:
+                need("POST")
+                return "create-repo", self._create_repo
+            if rest == ["whoami-v2"]:
+                return "whoami", self._whoami
+            if rest == ["validate-yaml"]:
+                need("POST")
+                return "validate-yaml", self._validate_yaml
+            if len(rest) == 3 and rest[0] == "organizations" and rest[2] == "overview":
+                return "overview", lambda: self._overview(unquote(rest[1]))
+            if len(rest) >= 3 and rest[0].endswith("s") and rest[0][:-1] in REPO_TYPES:
+                return self._route_repo_api(method, rest[0][:-1], f"{rest[1]}/{rest[2]}", rest[3:], need)
+            raise HubError(404, "Not found")
+        repo_type = _PREFIXES.get(seg[0], "model") if seg else "model"
+        rest = seg[1:] if seg and seg[0] in _PREFIXES else seg
+        if len(rest) == 6 and rest[1].endswith(".git") and rest[2:] == ["info", "lfs", "objects", "batch"]:
+            need("POST")
+            return "lfs-batch", lambda: self._lfs_batch(repo_type, f"{rest[0]}/{rest[1][:-4]}")
+        if len(rest) >= 5 and rest[2] == "resolve":
+            need("GET HEAD")
+            return "resolve", lambda: self._resolve(repo_type, f"{rest[0]}/{rest[1]}", unquote(rest[3]),
+                                                    unquote("/".join(rest[4:])), method)
+        raise HubError(404, "Not found")
+
+    def _route_repo_api(self, method, repo_type, repo_id, rest, need) -> tuple[str, Callable[[], Reply]]:
+        op = rest[0] if rest else ""
+        arg = unquote(rest[1]) if len(rest) > 1 else None
+        if not rest or (op == "revision" and arg):
+            need("GET")
+            return "info", lambda: self._info(repo_type, repo_id, arg)
+        if op == "refs":
+            return "refs", lambda: self._refs(repo_type, repo_id)
+        if op == "branch" and arg:
+            need("POST DELETE")
+            return "branch", lambda: self._branch(method, repo_type, repo_id, arg)
+        if op == "tag" and arg:
+            need("POST DELETE")
+            return "tag", lambda: self._tag(method, repo_type, repo_id, arg)
+        if op == "preupload" and arg:
+            need("POST")
+            return "preupload", lambda: self._preupload(repo_type, repo_id, arg)
+        if op == "commit" and arg:
+            need("POST")
+            return "commit", lambda: self._commit(repo_type, repo_id, arg)
+        if op == "tree" and arg:
+            return "tree", lambda: self._tree(repo_type, repo_id, arg, unquote("/".join(rest[2:])))
+        if op == "paths-info" and arg:
+            need("POST")
+            return "paths-info", lambda: self._paths_info(repo_type, repo_id, arg)
+        if op == "commits" and arg:
+            return "commits", lambda: self._commits(repo_type, repo_id, arg)
+        raise HubError(404, "Not found")
+
+    # -- endpoints -------------------------------------------------------------
+    def _repo_url(self, repo: Repo) -> str:
+        return f"{self.base}/{_URL_PREFIX[repo.type]}{repo.id}"
+
+    def _create_repo(self) -> Reply:
+        self._require_write()
+        body = self._json_body()
+        repo_type = body.get("type") or "model"
+        name, org = body.get("name"), body.get("organization") or self.state.config.user
+        repo_id = f"{org}/{name}"
+        private = body.get("private", body.get("visibility") == "private")
+        created = self.state.storage.create(repo_type, repo_id, bool(private))
+        repo = self.state.storage.get(repo_type, repo_id)
+        url = {"url": self._repo_url(repo), "name": repo_id, "id": repo_id}
+        if not created:
+            return _json({**url, "error": "You already created this repo"}, 409,
+                         {"X-Error-Message": "You already created this repo"})
+        return _json(url)
+
+    def _whoami(self) -> Reply:
+        token = self._token()
+        if token is None:
+            raise HubError(401, "Authorization required")
+        role = self.state.config.tokens[token]
+        return _json({"type": "user", "name": self.state.config.user, "orgs": [],
+                      "auth": {"type": "access_token", "accessToken": {"displayName": "token", "role": role}}})
+
+    def _validate_yaml(self) -> Reply:
+        content = str(self._json_body().get("content", ""))
+        errors = []
+        if content.startswith("---"):
+            import yaml
+
+            front = content[3:].split("\n---", 1)[0]
+            try:
+                data = yaml.safe_load(front)
+                if data is not None and not isinstance(data, dict):
+                    errors.append({"message": "YAML metadata must be a mapping"})
+            except yaml.YAMLError as err:
+                errors.append({"message": f"invalid YAML: {err}"})
+        return _json({"errors": errors, "warnings": []}, 400 if errors else 200)
+
+    def _overview(self, org: str) -> Reply:
+        trusted = self.state.config.trusted_orgs
+        return _json({"name": org, "fullname": org, "avatarUrl": "", "isFollowing": False, "numUsers": 1,
+                      "trustedKernelPublisher": trusted is None or org in trusted})
+
+    def _info(self, repo_type: str, repo_id: str, revision: str | None) -> Reply:
+        repo = self._repo(repo_type, repo_id)
+        commit = repo.resolve(revision or "main")
+        files = repo.files(commit)
+        blobs = (self.query.get("blobs") or [""])[0].lower() in ("true", "1")
+        siblings = [self._sibling(repo, p, e, blobs) for p, e in sorted(files.items())]
+        meta = repo.commit_meta(commit)
+        return _json({
+            "_id": hashlib.sha1(f"{repo.type}/{repo.id}".encode()).hexdigest()[:24], "id": repo.id,
+            "author": repo.id.split("/")[0], "sha": commit, "private": repo.private, "gated": False,
+            "disabled": False, "downloads": 0, "likes": 0, "tags": [], "siblings": siblings,
+            "lastModified": _iso(meta.time), "createdAt": _iso(repo.history(commit)[-1].time),
+        })
+
+    def _sibling(self, repo: Repo, path: str, entry: Entry, blobs: bool) -> dict:
+        item: dict = {"rfilename": path}
+        if blobs:
+            item.update(size=entry.size, blobId=entry.blob)
+            if entry.lfs_oid:
+                item["lfs"] = {"sha256": entry.lfs_oid, "size": entry.size,
+                               "pointerSize": len(lfs_pointer(entry.lfs_oid, entry.size))}
+        return item
+
+    def _refs(self, repo_type: str, repo_id: str) -> Reply:
+        repo = self._repo(repo_type, repo_id)
+        refs = repo.refs()
+
+        def items(kind: str, prefix: str) -> list[dict]:
+            return [{"name": n, "ref": f"{prefix}{n}", "targetCommit": c} for n, c in sorted(refs[kind].items())]
+
+        data = {"branches": items("heads", "refs/heads/"), "tags": items("tags", "refs/tags/"), "converts": []}
+        if self.query.get("include_prs"):
+            data["pullRequests"] = items("prs", "refs/pr/")
+        return _json(data)
+
+    def _branch(self, method: str, repo_type: str, repo_id: str, name: str) -> Reply:
+        repo = self._repo(repo_type, repo_id, write=True)
+        if method == "DELETE":
+            repo.delete_branch(name)
+        else:
+            repo.create_branch(name, self._json_body().get("startingPoint"))
+        return _json({})
+
+    def _tag(self, method: str, repo_type: str, repo_id: str, arg: str) -> Reply:
+        repo = self._repo(repo_type, repo_id, write=True)
+        if method == "DELETE":
+            raise HubError(405, "Deleting tags is not supported by this server")
+        body = self._json_body()
+        repo.create_tag(str(body["tag"]), arg)
+        return _json({})
+
+    def _preupload(self, repo_type: str, repo_id: str, revision: str) -> Reply:
+        repo = self._repo(repo_type, repo_id, write=True)
+        files = repo.files(repo.resolve(revision))
+        out = []
+        for item in self._json_body().get("files", []):
+            path = str(item["path"])
+            sample = base64.b64decode(item.get("sample") or "")
+            entry = files.get(path)
+            answer = {"path": path, "uploadMode": repo.upload_mode(files, path, int(item["size"]), sample),
+                      "shouldIgnore": False}
+            if entry is not None:
+                answer["oid"] = entry.etag
+            out.append(answer)
+        return _json({"files": out, "commitOid": repo.resolve(revision)})
+
+    def _lfs_batch(self, repo_type: str, repo_id: str) -> Reply:
+        repo = self._repo(repo_type, repo_id, write=True)
+        body = self._json_body()
+        if body.get("operation") != "upload":
+            raise HubError(400, "Only the upload operation is supported")
+        objects = []
+        for obj in body.get("objects", []):
+            oid, size = str(obj["oid"]), int(obj["size"])
+            item: dict = {"oid": oid, "size": size, "authenticated": True}
+            if not repo.has_lfs(oid):
+                href = (f"{self.base}/_lfs/{repo.type}/{repo.id}/{oid}"
+                        f"?size={size}&ticket={self.state.ticket(repo, oid, size)}")
+                item["actions"] = {"upload": {"href": href, "expires_in": 3600}}
+            objects.append(item)
+        return Reply(200, json.dumps({"transfer": "basic", "objects": objects}).encode(),
+                     {"Content-Type": "application/vnd.git-lfs+json"})
+
+    def _lfs_put(self, repo_type: str, repo_id: str, oid: str) -> Reply:
+        repo = self.state.storage.get(repo_type, repo_id)
+        size = int((self.query.get("size") or ["-1"])[0])
+        ticket = (self.query.get("ticket") or [""])[0]
+        if not hmac.compare_digest(ticket, self.state.ticket(repo, oid, size)):
+            raise HubError(403, "Invalid or expired upload URL")
+        repo.lfs_put(oid, size, self._body_chunks())
+        return Reply(200, b"", {"ETag": f'"{oid}"'})
+
+    def _commit(self, repo_type: str, repo_id: str, revision: str) -> Reply:
+        repo = self._repo(repo_type, repo_id, write=True)
+        lines = [json.loads(line) for line in self._body().splitlines() if line.strip()]
+        if not lines or lines[0].get("key") != "header":
+            raise HubError(400, "The first line of a commit must be its header")
+        operations = [(str(line["key"]), dict(line.get("value") or {})) for line in lines[1:]]
+        create_pr = (self.query.get("create_pr") or ["0"])[0] in ("1", "true")
+        commit, pr = repo.apply_commit(revision, dict(lines[0].get("value") or {}), operations, create_pr)
+        url = self._repo_url(repo)
+        return _json({"success": True, "commitOid": commit, "commitUrl": f"{url}/commit/{commit}",
+                      "pullRequestUrl": f"{url}/discussions/{pr}" if pr else None})
+
+    def _tree_entries(self, repo: Repo, commit: str, paths: list[str], recursive: bool) -> list[dict]:
+        files = repo.files(commit)
+        dirs = repo.folders(commit)
+        out = []
+        for base in paths:
+            base = base.strip("/")
+            if base and base in files:
+                out.append(self._file_entry(base, files[base]))
+                continue
+            if base and base not in dirs:
+                continue
+            prefix = base + "/" if base else ""
+            for path in sorted(set(files) | set(dirs)):
+                if not path.startswith(prefix) or path == base:
+                    continue
+                if not recursive and "/" in path[len(prefix):]:
+                    continue
+                out.append(self._file_entry(path, files[path]) if path in files
+                           else {"type": "directory", "oid": dirs[path], "size": 0, "path": path})
+        return out
+
+    def _file_entry(self, path: str, entry: Entry) -> dict:
+        item: dict = {"type": "file", "oid": entry.blob, "size": entry.size, "path": path}
+        if entry.lfs_oid:
+            item["lfs"] = {"oid": entry.lfs_oid, "size": entry.size,
+                           "pointerSize": len(lfs_pointer(entry.lfs_oid, entry.size))}
+        return item
+
+    def _tree(self, repo_type: str, repo_id: str, revision: str, path: str) -> Reply:
+        repo = self._repo(repo_type, repo_id)
+        commit = repo.resolve(revision)
+        path = path.strip("/")
+        if path and path not in repo.folders(commit):
+            raise HubError(404, f"Entry not found: {path} is not a folder at {revision}", "EntryNotFound")
+        recursive = (self.query.get("recursive") or ["false"])[0].lower() in ("true", "1")
+        return _json(self._tree_entries(repo, commit, [path], recursive))
+
+    def _paths_info(self, repo_type: str, repo_id: str, revision: str) -> Reply:
+        repo = self._repo(repo_type, repo_id)
+        commit = repo.resolve(revision)
+        raw = self._body().decode()
+        if (self.headers.get("Content-Type") or "").startswith("application/json"):
+            paths = list(json.loads(raw).get("paths", []))
+        else:
+            paths = parse_qs(raw).get("paths", [])
+        files, dirs = repo.files(commit), repo.folders(commit)
+        out = [self._file_entry(p, files[p]) if p in files else {"type": "directory", "oid": dirs[p], "path": p}
+               for p in (q.strip("/") for q in paths) if p in files or p in dirs]
+        return _json(out)
+
+    def _commits(self, repo_type: str, repo_id: str, revision: str) -> Reply:
+        repo = self._repo(repo_type, repo_id)
+        return _json([
+            {"id": m.oid, "title": m.title, "message": m.message, "date": _iso(m.time),
+             "authors": [{"user": "publisher-hub"}]}
+            for m in repo.history(repo.resolve(revision))
+        ])
+
+    def _resolve(self, repo_type: str, repo_id: str, revision: str, path: str, method: str) -> Reply:
+        repo = self._repo(repo_type, repo_id)
+        commit = repo.resolve(revision)
+        entry = repo.files(commit).get(path)
+        if entry is None:
+            err = self._error(HubError(404, f"Entry not found: {path}", "EntryNotFound"))
+            err.headers["X-Repo-Commit"] = commit
+            return err
+        headers = {"X-Repo-Commit": commit, "ETag": f'"{entry.etag}"', "Accept-Ranges": "bytes",
+                   "Content-Type": "application/octet-stream",
+                   "Content-Disposition": f'inline; filename="{quote(path.rsplit("/", 1)[-1])}"'}
+        if entry.lfs_oid:
+            headers.update({"X-Linked-Etag": f'"{entry.lfs_oid}"', "X-Linked-Size": str(entry.size)})
+        start, end, status = 0, entry.size - 1, 200
+        rng = self.headers.get("Range")
+        if rng and rng.startswith("bytes=") and entry.size:
+            first, _, last = rng[6:].split(",")[0].partition("-")
+            start = int(first or 0)
+            end = min(int(last), entry.size - 1) if last else entry.size - 1
+            if start > end:
+                return Reply(416, b"", {"Content-Range": f"bytes */{entry.size}"})
+            status = 206
+            headers["Content-Range"] = f"bytes {start}-{end}/{entry.size}"
+        headers["Content-Length"] = str(max(0, end - start + 1))
+        if method == "HEAD":
+            return Reply(status, b"", headers)
+        return Reply(status, b"", headers, stream=self._file_stream(repo, entry, start, end - start + 1))
+
+    @staticmethod
+    def _file_stream(repo: Repo, entry: Entry, start: int, length: int) -> Iterator[bytes]:
+        with repo.open(entry) as fh:
+            fh.seek(start)
+            while length > 0:
+                chunk = fh.read(min(length, _CHUNK))
+                if not chunk:
+                    return
+                length -= len(chunk)
+                yield chunk
+
+    def _admin(self, method: str, rest: list[str]) -> Reply:
+        if rest == ["faults"]:
+            if method == "POST":
+                body = self._json_body()
+                try:
+                    self.state.faults.add(**body)
+                except (TypeError, ValueError) as err:
+                    raise HubError(400, str(err)) from None
+            elif method == "DELETE":
+                self.state.faults.clear()
+            return _json({"pending": self.state.faults.pending()})
+        if rest == ["stats"]:
+            if method == "DELETE":
+                self.state.reset_stats()
+            return _json(self.state.stats())
+        raise HubError(404, "Not found")
+
+
+class HubServer:
+    """A running server: `url`, `state` (storage, faults, stats), `close()`."""
+
+    def __init__(self, data_dir: Path, config: ServerConfig | None = None, port: int = 0, host: str = "127.0.0.1"):
+        self.state = HubState(Storage(Path(data_dir)), config or ServerConfig())
+        handler = type("BoundHandler", (Handler,), {"state": self.state})
+        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://{host}:{self.httpd.server_address[1]}"
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "HubServer":
+        """Serve in a background thread."""
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="hub-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

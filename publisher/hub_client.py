@@ -1,0 +1,218 @@
+"""THE module that talks to the Hub, through huggingface_hub with repo_type="kernel".
+
+It turns Hub answers into publisher errors (401/403 explain how to get kernel
+publishing access, 412 is a concurrent push) and retries transient failures
+(5xx, 429, dropped connections, timeouts) with backoff. A retried commit is
+safe: every commit carries `parent_commit`, and after a lost answer the
+caller checks whether the commit landed (see push/commit.py).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, TypeVar
+
+import httpx2
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, constants
+from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
+from huggingface_hub.hf_api import RepoFile
+from huggingface_hub.utils import get_token
+
+from publisher import __version__, secrets
+from publisher.errors import EnvironmentProblem, PublisherError
+
+REPO_TYPE = "kernel"
+_TRANSIENT_STATUS = (429, 500, 502, 503, 504)
+T = TypeVar("T")
+
+ACCESS_HINT = (
+    "publishing a kernel needs a token with write access to the repo's namespace: create one at "
+    "<endpoint>/settings/tokens (type \"Write\"), then `export HF_TOKEN=...` or run `hf auth login`. "
+    "To publish under an organization you must be a member with write rights; for users to load it "
+    "without trust_remote_code=True the organization must be a trusted kernel publisher "
+    "(ask the Hub team, see https://huggingface.co/docs/kernels)."
+)
+
+
+class AuthError(PublisherError):
+    """401/403 from the Hub."""
+
+
+class ConflictError(PublisherError):
+    """The branch moved under us (another push landed first)."""
+
+
+class TransientError(EnvironmentProblem):
+    """The Hub kept failing after every retry."""
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    path: str
+    size: int
+    blob_id: str  # git blob sha1 (of the LFS pointer for LFS files)
+    lfs_sha256: str | None
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A file to add (from disk or bytes) or, with source None, a path to delete."""
+
+    path_in_repo: str
+    source: str | bytes | None
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    oid: str
+    url: str
+    pr_url: str | None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 5
+    base_seconds: float = 1.0
+    max_seconds: float = 16.0
+
+    @classmethod
+    def from_env(cls) -> "RetryPolicy":
+        """PUBLISHER_HUB_RETRIES / PUBLISHER_HUB_BACKOFF let tests and slow links tune the policy."""
+        return cls(
+            attempts=int(os.environ.get("PUBLISHER_HUB_RETRIES", cls.attempts)),
+            base_seconds=float(os.environ.get("PUBLISHER_HUB_BACKOFF", cls.base_seconds)),
+        )
+
+
+def is_transient(err: BaseException) -> bool:
+    seen: BaseException | None = err
+    while seen is not None:  # huggingface_hub wraps LFS upload failures in RuntimeError
+        if isinstance(seen, httpx2.TransportError):
+            return True
+        if isinstance(seen, HfHubHTTPError) and seen.response is not None:
+            return seen.response.status_code in _TRANSIENT_STATUS
+        seen = seen.__cause__
+    return False
+
+
+def _status(err: BaseException) -> int | None:
+    response = getattr(err, "response", None)
+    return getattr(response, "status_code", None)
+
+
+class HubClient:
+    def __init__(self, endpoint: str | None = None, token: str | None = None,
+                 retry: RetryPolicy | None = None, on_retry: Callable[[str], None] | None = None):
+        if os.environ.get("HF_HUB_DISABLE_XET", "").upper() in ("1", "TRUE", "YES", "ON"):
+            # huggingface_hub reads this once at import; honour it when it is set later (tests, `release`).
+            constants.HF_HUB_DISABLE_XET = True
+        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+        self.token = token or os.environ.get("HF_TOKEN") or get_token()
+        secrets.register(self.token)
+        self.retry = retry or RetryPolicy.from_env()
+        self.on_retry = on_retry or (lambda message: None)
+        self.api = HfApi(endpoint=self.endpoint, token=self.token or False,
+                         library_name="publisher", library_version=__version__)
+
+    # -- error handling ----------------------------------------------------
+    def _call(self, what: str, fn: Callable[[], T], retry: bool = True) -> T:
+        for attempt in range(1, self.retry.attempts + 1):
+            try:
+                return fn()
+            except Exception as err:  # noqa: BLE001 - classified below
+                if retry and is_transient(err) and attempt < self.retry.attempts:
+                    wait = min(self.retry.max_seconds, self.retry.base_seconds * 2 ** (attempt - 1))
+                    self.on_retry(secrets.redact(f"{what}: {_short(err)}; retrying in {wait:g}s "
+                                                 f"(attempt {attempt + 1}/{self.retry.attempts})"))
+                    time.sleep(wait)
+                    continue
+                raise self.translate(what, err) from None
+        raise AssertionError("unreachable")
+
+    def translate(self, what: str, err: BaseException) -> BaseException:
+        status = _status(err)
+        hint = ACCESS_HINT.replace("<endpoint>", self.endpoint)
+        if status == 401 and not isinstance(err, (RevisionNotFoundError,)):
+            why = "no token was found" if not self.token else "the Hub did not accept the token"
+            return AuthError(f"{what}: not authorised (401): {why}", hint)
+        if status == 403:
+            return AuthError(f"{what}: forbidden (403): {_server_message(err)}", hint)
+        if status == 412:
+            return ConflictError(
+                f"{what}: the branch changed while this push was running (another push landed first); "
+                "nothing from this push was committed",
+                "run the push again: it re-reads the branch and uploads only what still differs",
+            )
+        if isinstance(err, RepositoryNotFoundError):
+            return PublisherError(f"{what}: repository not found on {self.endpoint}", hint)
+        if is_transient(err):
+            return TransientError(f"{what}: the Hub at {self.endpoint} keeps failing ({_short(err)})",
+                                  "try again later; a rerun resumes where this one stopped")
+        if isinstance(err, (HfHubHTTPError, httpx2.HTTPError)):
+            return EnvironmentProblem(f"{what}: {_short(err)}")
+        return err
+
+    # -- reads ---------------------------------------------------------------
+    def ensure_repo(self, repo_id: str, private: bool) -> str:
+        url = self._call(f"create repo {repo_id}", lambda: self.api.create_repo(
+            repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True))
+        return str(url)
+
+    def repo_exists(self, repo_id: str) -> bool:
+        return self._call(f"look up {repo_id}", lambda: self.api.repo_exists(repo_id, repo_type=REPO_TYPE))
+
+    def branches(self, repo_id: str) -> dict[str, str]:
+        refs = self._call(f"list refs of {repo_id}", lambda: self.api.list_repo_refs(repo_id, repo_type=REPO_TYPE))
+        return {b.name: b.target_commit for b in refs.branches}
+
+    def create_branch(self, repo_id: str, branch: str, revision: str) -> bool:
+        """Create `branch` at `revision`; False if a branch of that name already exists."""
+        def create() -> bool:
+            try:
+                self.api.create_branch(repo_id, branch=branch, revision=revision, repo_type=REPO_TYPE)
+                return True
+            except HfHubHTTPError as err:
+                if _status(err) == 409:
+                    return False
+                raise
+
+        return self._call(f"create branch {branch}", create)
+
+    def delete_branch(self, repo_id: str, branch: str) -> None:
+        self._call(f"delete branch {branch}", lambda: self.api.delete_branch(repo_id, branch=branch, repo_type=REPO_TYPE))
+
+    def tree(self, repo_id: str, revision: str) -> dict[str, RemoteFile]:
+        def listing() -> dict[str, RemoteFile]:
+            return {
+                f.path: RemoteFile(f.path, f.size, f.blob_id, f.lfs.sha256 if f.lfs else None)
+                for f in self.api.list_repo_tree(repo_id, repo_type=REPO_TYPE, revision=revision, recursive=True)
+                if isinstance(f, RepoFile)
+            }
+
+        return self._call(f"list files of {repo_id}@{revision[:12]}", listing)
+
+    # -- writes --------------------------------------------------------------
+    def commit(self, repo_id: str, branch: str, uploads: Iterable[Upload], message: str, parent_commit: str,
+               create_pr: bool = False, description: str = "") -> CommitResult:
+        """One create_commit, not retried here: the caller reconciles after a failure."""
+        operations = [
+            CommitOperationDelete(u.path_in_repo) if u.source is None else CommitOperationAdd(u.path_in_repo, u.source)
+            for u in uploads
+        ]
+        info = self._call(f"commit to {repo_id}@{branch}", lambda: self.api.create_commit(
+            repo_id, operations, commit_message=message, commit_description=description, repo_type=REPO_TYPE,
+            revision=branch, parent_commit=parent_commit, create_pr=create_pr), retry=False)
+        return CommitResult(info.oid, str(info.commit_url), info.pr_url)
+
+
+def _server_message(err: BaseException) -> str:
+    response = getattr(err, "response", None)
+    message = response.headers.get("X-Error-Message") if response is not None else None
+    return secrets.redact(message or _short(err))
+
+
+def _short(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return secrets.redact(text[0] if text else type(err).__name__)

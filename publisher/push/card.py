@@ -1,0 +1,159 @@
+"""The kernel card (README.md on `main`).
+
+With a project CARD.md it is rendered as a Jinja template with upstream's
+variables (kernel-builder's card.rs: repo_id, functions, layers, has_benchmark,
+upstream, license) plus ours (version, variants, benchmarks). Without one, a
+card is generated: front matter, a usage snippet with the right `version=`,
+functions and layers read statically from the package's `__all__`, the
+variants with where they were tested, and the benchmark table and plot when
+benchmarks/results.json exists.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from publisher.project.model import Project
+
+
+@dataclass(frozen=True)
+class VariantRow:
+    name: str
+    backend: str
+    archs: tuple[str, ...]
+    tested: str  # "passed on NVIDIA H100 (torch 2.11, CUDA 13.0)", "not tested", ...
+
+
+@dataclass(frozen=True)
+class Card:
+    text: str
+    media: dict[str, Path]  # repo path -> local file (plots the card shows)
+
+
+def _all_names(path: Path) -> list[str] | None:
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(node.value, (ast.List, ast.Tuple)):
+            return [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return None
+
+
+def functions_and_layers(package_dir: Path) -> tuple[list[str], list[str]]:
+    """`__all__` minus "layers"; the layer classes when the package exports `layers`."""
+    names = _all_names(package_dir / "__init__.py") or []
+    functions = [n for n in names if n != "layers"]
+    layers: list[str] = []
+    if "layers" in names:
+        for candidate in (package_dir / "layers.py", package_dir / "layers" / "__init__.py"):
+            try:
+                tree = ast.parse(candidate.read_text())
+            except (OSError, SyntaxError, UnicodeDecodeError):
+                continue
+            exported = _all_names(candidate)
+            layers = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and (exported is None or n.name in exported)]
+            break
+    return functions, layers
+
+
+def describe_test(entry: dict | None) -> str:
+    if not entry:
+        return "not tested"
+    device = entry.get("device") or {}
+    where = device.get("gpu") or "CPU"
+    env = ", ".join(x for x in (f"torch {device['torch']}" if device.get("torch") else "",
+                                f"CUDA {device['cuda']}" if device.get("cuda") else "") if x)
+    counts = entry.get("tests") or {}
+    status = entry.get("status", "?")
+    label = {"loaded-not-run": "loaded, tests not run"}.get(status, status)
+    n = f" ({counts.get('passed', 0)} passed)" if status == "passed" else ""
+    return f"{label}{n} on {where}" + (f" ({env})" if env else "")
+
+
+def _benchmarks(root: Path) -> tuple[str, dict[str, Path]]:
+    """A markdown table from benchmarks/results.json and the plots beside it."""
+    folder = root / "benchmarks"
+    media = {f"benchmarks/{p.name}": p for p in sorted(folder.glob("*.png"))} if folder.is_dir() else {}
+    try:
+        data = json.loads((folder / "results.json").read_text())
+    except (OSError, ValueError):
+        return "", media
+    rows = data.get("results", data) if isinstance(data, dict) else data
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        return "", media
+    columns = list(dict.fromkeys(k for r in rows for k in r if not isinstance(r[k], (dict, list))))
+
+    def fmt(value) -> str:
+        return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in columns) + " |" for r in rows]
+    context = data.get("device") or data.get("environment") if isinstance(data, dict) else None
+    if isinstance(context, dict):
+        lines.append("")
+        lines.append("Measured on " + ", ".join(f"{k} {v}" for k, v in context.items()) + ".")
+    elif isinstance(context, str):
+        lines += ["", f"Measured on {context}."]
+    return "\n".join(lines), media
+
+
+def _front_matter(project: Project, backends: list[str]) -> str:
+    general = project.config.general
+    tags = list(dict.fromkeys(["kernels", "kernel", *backends]))
+    return "---\n" + yaml.safe_dump({"library_name": "kernels", "license": general.license.lower(), "tags": tags},
+                                    sort_keys=False) + "---\n"
+
+
+def render(project: Project, repo_id: str, version: int, variants: list[VariantRow]) -> Card:
+    root = project.root
+    assert root is not None
+    functions, layers = functions_and_layers(project.package_dir)
+    bench_table, media = _benchmarks(root)
+    has_benchmark = (root / "benchmarks" / "benchmark.py").exists()
+    backends = sorted({v.backend for v in variants})
+    template = root / "CARD.md"
+    if template.is_file():
+        import jinja2
+
+        env = jinja2.Environment(trim_blocks=True, undefined=jinja2.ChainableUndefined, keep_trailing_newline=True)
+        text = env.from_string(template.read_text()).render(
+            repo_id=repo_id, functions=functions or None, layers=layers or None, has_benchmark=has_benchmark,
+            upstream=project.config.general.upstream, license=project.config.general.license.lower(),
+            version=version, variants=variants, benchmarks=bench_table,
+        )
+        if not text.startswith("---"):
+            text = _front_matter(project, backends) + "\n" + text
+        return Card(text, media)
+
+    out = [_front_matter(project, backends), f"# {project.name}", ""]
+    out += [f"A kernel for the [`kernels`](https://github.com/huggingface/kernels) library, version {version} "
+            f"(branch `v{version}`). This card was generated by publisher.", "", "## How to use", "", "```python",
+            "# pip install -U kernels", "from kernels import get_kernel", "",
+            f'kernel = get_kernel("{repo_id}", version={version})']
+    if functions:
+        out.append(f"kernel.{functions[0]}(...)")
+    out += ["```", ""]
+    out += ["## Functions", ""] + ([f"- `{f}`" for f in functions] or ["No functions are exported (`__all__`)."])
+    if layers:
+        out += ["", "## Layers", "", "For `kernels.kernelize`, under `kernel.layers`:", ""]
+        out += [f"- `{layer}`" for layer in layers]
+    out += ["", "## Variants", "", "| variant | backend | architectures | tested |", "|---|---|---|---|"]
+    out += [f"| `{v.name}` | {v.backend} | {', '.join(v.archs) or '-'} | {v.tested} |" for v in variants]
+    if bench_table or media:
+        out += ["", "## Benchmarks", ""]
+        if bench_table:
+            out += [bench_table, ""]
+        out += [f"![{Path(p).stem}]({p})" for p in media]
+        if has_benchmark:
+            out += ["", f"Run them yourself: `kernels benchmark {repo_id}`."]
+    if project.config.general.upstream:
+        out += ["", "## Source", "", f"Adapted from {project.config.general.upstream}."]
+    return Card("\n".join(out).rstrip() + "\n", media)

@@ -1,0 +1,93 @@
+"""Which built variants may be published, and why not. Every refusal names the
+variant, the reason and how to override or fix it.
+
+A report entry (build-report.json, test-report.json) speaks for a variant only
+while its fingerprint equals the variant's current one (state.variant_fingerprint).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from publisher import state
+from publisher.build.metadata import check_variant
+from publisher.findings import Finding, Severity
+
+
+@dataclass(frozen=True)
+class Verdict:
+    variant: str
+    metadata: dict | None
+    findings: tuple[Finding, ...]
+    test: dict | None  # the test-report entry that applies, if any
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.is_error for f in self.findings)
+
+
+def _finding(code: str, severity: Severity, variant_dir: Path, message: str, hint: str | None) -> Finding:
+    return Finding(code, severity, message, file=str(variant_dir), hint=hint)
+
+
+def judge(build_dir: Path, name: str, allow_untested: bool) -> Verdict:
+    variant_dir = Path(build_dir) / name
+    check = check_variant(variant_dir)
+    rebuild = f"rebuild it: publisher build --variant '{name}'"
+    if check.metadata is None:
+        return Verdict(name, None, (_finding("PP101", Severity.ERROR, variant_dir,
+                                             f"{name}: no valid metadata.json: {check.problems[0]}", rebuild),), None)
+    if not check.ok:
+        files = "; ".join(check.problems[:8]) + (f"; and {len(check.problems) - 8} more" if len(check.problems) > 8 else "")
+        return Verdict(name, check.metadata, (_finding(
+            "PP102", Severity.ERROR, variant_dir,
+            f"{name}: files changed after the build (digest mismatch): {files}", rebuild),), None)
+
+    fingerprint = state.variant_fingerprint(variant_dir)
+    findings: list[Finding] = []
+    build = _entry(state.build_report_path(build_dir), name, fingerprint)
+    abi = (build or {}).get("abi") or {}
+    if abi and abi.get("ok") is False:
+        violations = "; ".join(str(v) for v in (abi.get("violations") or [])[:5]) or "see the build log"
+        findings.append(_finding("PP103", Severity.ERROR, variant_dir, f"{name}: ABI check failed: {violations}",
+                                 f"fix the ABI problems and {rebuild} (log: {build.get('log') or 'build/.publisher/logs'})"))
+
+    test = _entry(state.test_report_path(build_dir), name, fingerprint)
+    untested = _untested_reason(name, test)
+    if untested:
+        severity = Severity.WARNING if allow_untested else Severity.ERROR
+        hint = (f"run `publisher test` on hardware for {name}, or pass --allow-untested to publish it anyway"
+                if not allow_untested else "published because of --allow-untested")
+        findings.append(_finding("PP104", severity, variant_dir, untested, hint))
+
+    kernel = ((check.metadata.get("provenance") or {}).get("kernel")) or {}
+    if kernel.get("dirty"):
+        findings.append(_finding(
+            "PP105", Severity.WARNING, variant_dir,
+            f"{name}: built from a dirty tree (commit {str(kernel.get('commit', '?'))[:12]} plus uncommitted changes)",
+            "commit your changes and rebuild so the release can be traced to a commit"))
+    return Verdict(name, check.metadata, tuple(findings), test)
+
+
+def _entry(report_path: Path, name: str, fingerprint: str) -> dict | None:
+    entry = state.read_report(report_path)["variants"].get(name)
+    if isinstance(entry, dict) and entry.get("fingerprint") == fingerprint:
+        return entry
+    return None
+
+
+def _untested_reason(name: str, test: dict | None) -> str | None:
+    if test is None:
+        return f"{name}: no test record for this build (never tested, or rebuilt since the last test)"
+    status = test.get("status")
+    if status == "passed" and test.get("on_hardware"):
+        return None
+    if status == "passed":
+        return f"{name}: tests passed but not on the variant's hardware"
+    if status == "loaded-not-run":
+        return f"{name}: tests did not run on the variant's hardware (only the import was checked)"
+    counts = test.get("tests") or {}
+    detail = f" ({counts.get('failed', '?')} failed)" if status == "failed" else ""
+    reason = test.get("reason") or ""
+    return f"{name}: tests {status}{detail}" + (f": {reason}" if reason else "")

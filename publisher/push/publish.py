@@ -1,0 +1,149 @@
+"""Carry a PushPlan to the Hub as one commit, so the repo never shows a partial
+release:
+
+- existing version branch: one create_commit with parent_commit = the head the
+  plan was made against; a concurrent push makes it fail (412), not overwrite.
+- new version branch: the commit is made on a staging branch (a name `kernels`
+  ignores) started at main's head, and only then is `v<N>` created at that
+  commit; the version branch appears complete or not at all.
+
+A commit whose answer was lost (dropped connection, 5xx after it landed) is
+recognised by reading the branch back: if it holds exactly this push's files
+the commit landed; if it still sits at the parent, the commit is retried; if it
+moved elsewhere another push won.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from publisher.errors import UsageError
+from publisher.hub_client import ConflictError, HubClient, RemoteFile, TransientError, Upload
+from publisher.push.plan import ADD, DELETE, LocalFile, PushPlan, benchmark_files, make_plan
+from publisher.push.verify import compare
+
+STAGING_PREFIX = "publisher-staging-"
+STAGING_MAX_AGE = 3600
+COMMIT_MESSAGE = "Publish {repo} v{version}: {variants}"
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    commit: str | None  # None: nothing changed, no commit
+    pr_url: str | None = None
+    reconciled: bool = False  # the answer was lost but the commit had landed
+
+
+def read_branch(client: HubClient, repo_id: str, branch: str, repo_exists: bool) -> tuple[dict[str, RemoteFile], bool, str | None]:
+    """(files, branch exists, head or base commit). A new branch starts from main."""
+    branches = client.branches(repo_id) if repo_exists else {}
+    if branch in branches:
+        return client.tree(repo_id, branches[branch]), True, branches[branch]
+    base = branches.get("main")
+    return (client.tree(repo_id, base) if base else {}), False, base
+
+
+def plan_push(client: HubClient, repo_id: str, branch: str, variants: dict[str, Path], project_root: Path,
+              repo_exists: bool = True) -> PushPlan:
+    remote, exists, head = read_branch(client, repo_id, branch, repo_exists)
+    return make_plan(repo_id, branch, variants, benchmark_files(project_root), remote, not exists, head)
+
+
+def _commit_reconciled(client: HubClient, plan: PushPlan, target: str, message: str, description: str,
+                       create_pr: bool) -> CommitOutcome:
+    expected, deleted = plan.expected(), plan.deleted()
+    attempts = client.retry.attempts
+    for attempt in range(1, attempts + 1):
+        try:
+            result = client.commit(plan.repo_id, target, plan.uploads(), message, plan.parent_commit or "",
+                                   create_pr=create_pr, description=description)
+            return CommitOutcome(result.oid, result.pr_url)
+        except (TransientError, ConflictError) as err:
+            if create_pr:
+                raise  # a PR cannot be checked back safely; rerunning the push is
+            head = client.branches(plan.repo_id).get(target)
+            if head == plan.parent_commit:  # nothing landed
+                if attempt == attempts:
+                    raise
+                wait = min(client.retry.max_seconds, client.retry.base_seconds * 2 ** (attempt - 1))
+                client.on_retry(f"commit: {err.message}; the branch is unchanged, retrying in {wait:g}s")
+                time.sleep(wait)
+                continue
+            if head is not None and not compare(expected, deleted, client.tree(plan.repo_id, head)):
+                return CommitOutcome(head, reconciled=True)
+            raise ConflictError(
+                f"branch {plan.branch} of {plan.repo_id} moved while this push was running (another push landed "
+                "first); nothing from this push was committed",
+                "run the push again: it re-reads the branch and uploads only what still differs",
+            ) from None
+    raise AssertionError("unreachable")
+
+
+def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool) -> CommitOutcome:
+    if plan.is_noop:
+        return CommitOutcome(None)
+    names = [g.name for g in plan.groups if g.of(ADD) or g.of(DELETE)]
+    message = COMMIT_MESSAGE.format(repo=plan.repo_id.split("/")[-1], version=version, variants=", ".join(names))
+    description = "Published with publisher as one commit."
+    if plan.branch_exists:
+        return _commit_reconciled(client, plan, plan.branch, message, description, create_pr)
+    if create_pr:
+        raise UsageError(f"--create-pr needs branch {plan.branch} to exist on {plan.repo_id}",
+                         "push once without --create-pr to create the version branch")
+    if plan.parent_commit is None:
+        raise UsageError(f"{plan.repo_id} has no main branch to start {plan.branch} from")
+    _remove_stale_staging(client, plan.repo_id)
+    staging = f"{STAGING_PREFIX}{plan.branch}-{int(time.time())}-{secrets.token_hex(3)}"
+    client.create_branch(plan.repo_id, staging, plan.parent_commit)
+    try:
+        outcome = _commit_reconciled(client, plan, staging, message, description, False)
+        assert outcome.commit is not None
+        if not client.create_branch(plan.repo_id, plan.branch, outcome.commit):
+            if client.branches(plan.repo_id).get(plan.branch) != outcome.commit:
+                raise ConflictError(f"branch {plan.branch} of {plan.repo_id} was created by another push while "
+                                    "this one was running; nothing from this push is on it",
+                                    "run the push again: it compares with what is there now")
+    finally:
+        _try(lambda: client.delete_branch(plan.repo_id, staging))
+    return outcome
+
+
+def _remove_stale_staging(client: HubClient, repo_id: str) -> None:
+    """Staging branches of pushes killed more than STAGING_MAX_AGE ago (younger ones may be in use)."""
+    for name in client.branches(repo_id):
+        if name.startswith(STAGING_PREFIX):
+            stamp = name.rsplit("-", 2)[-2]
+            if stamp.isdigit() and time.time() - int(stamp) > STAGING_MAX_AGE:
+                _try(lambda name=name: client.delete_branch(repo_id, name))
+
+
+def _try(action) -> None:
+    """Best-effort cleanup: a staging branch left behind is harmless (`kernels` ignores it)."""
+    try:
+        action()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def publish_card(client: HubClient, repo_id: str, readme: Path, media: dict[str, Path], create_pr: bool) -> CommitOutcome:
+    """README.md (and the plots it shows) on main; the card is ours, so a moved
+    main is simply re-read and the card committed on top."""
+    files = [LocalFile.read("README.md", readme)] + [LocalFile.read(p, src) for p, src in sorted(media.items())]
+    for attempt in range(1, client.retry.attempts + 1):
+        head = client.branches(repo_id)["main"]
+        remote = client.tree(repo_id, head)
+        changed = [f for f in files if not f.matches(remote.get(f.repo_path))]
+        if not changed:
+            return CommitOutcome(None)
+        try:
+            result = client.commit(repo_id, "main", [Upload(f.repo_path, str(f.local_path)) for f in changed],
+                                   "Update kernel card", head, create_pr=create_pr)
+            return CommitOutcome(result.oid, result.pr_url)
+        except (TransientError, ConflictError):
+            if create_pr or attempt == client.retry.attempts:
+                raise
+            time.sleep(min(client.retry.max_seconds, client.retry.base_seconds * 2 ** (attempt - 1)))
+    raise AssertionError("unreachable")

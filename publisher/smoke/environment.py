@@ -1,0 +1,102 @@
+"""Which Python runs a variant's tests: the interpreter running publisher
+when its torch can load the variant (what `--local` built), else the
+variant's toolchain environment from the plan (same torch, same CUDA major),
+with `kernels` and `pytest` added."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+from publisher.errors import EnvironmentProblem
+from publisher.plan import PlannedVariant, host_platform
+from publisher.variants import Variant
+
+TEST_PACKAGES = ("kernels==0.17.2", "pytest", "pytest-timeout")
+REQUIRED_MODULES = ("kernels", "pytest")
+
+
+@dataclass(frozen=True)
+class TestEnvironment:
+    python: str
+    origin: str  # shown to the user: where the interpreter comes from
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
+def torch_compute(info: dict) -> tuple[str, str] | None:
+    """(backend, compute) of a torch described by publisher.toolchain_probe."""
+    if info.get("cuda"):
+        major, minor = info["cuda"].split(".")[:2]
+        return "cuda", f"cu{major}{minor}"
+    if info.get("hip"):
+        major, minor = info["hip"].split(".")[:2]
+        return "rocm", f"rocm{major}{minor}"
+    if info.get("xpu"):
+        return "xpu", f"xpu{info['xpu'][0:4]}{info['xpu'][5:6]}"
+    return ("cpu", "cpu") if info.get("torch_version") else None
+
+
+def can_load(variant: Variant, info: dict, platform: str) -> bool:
+    """Would `kernels` pick this variant for the torch described by `info`
+    (the rules of UPSTREAM.md section 5)?"""
+    compute = torch_compute(info)
+    if compute is None:
+        return False
+    backend, flavour = compute
+    if variant.framework == "torch-noarch":
+        return variant.compute in ("universal", backend)
+    if variant.framework == "tvm-ffi" or str(variant.platform) != platform or variant.backend != backend:
+        return False
+    torch_minor = ".".join(info["torch_version"].split("+")[0].split(".")[:2])
+    if variant.framework == "torch" and variant.version != torch_minor:
+        return False
+    if variant.framework == "torch-stable-abi" and _version_tuple(variant.version or "") > _version_tuple(torch_minor):
+        return False
+    if backend == "cuda":  # cu126 = 12.6: the last digit is the minor version
+        want, have = variant.compute[2:], flavour[2:]
+        return want[:-1] == have[:-1] and int(want[-1]) <= int(have[-1])
+    return variant.compute == flavour
+
+
+@lru_cache(maxsize=1)
+def _this_interpreter() -> dict:
+    from publisher.toolchain_probe import probe
+
+    return probe()
+
+
+def missing_modules() -> list[str]:
+    return [m for m in REQUIRED_MODULES if importlib.util.find_spec(m) is None]
+
+
+def select_environment(
+    variant: Variant, planned: PlannedVariant | None, on_line: Callable[[str], None]
+) -> TestEnvironment:
+    """The environment to test `variant` in. Raises EnvironmentProblem with the
+    reason when there is none."""
+    info = _this_interpreter()
+    if can_load(variant, info, host_platform()):
+        missing = missing_modules()
+        if missing:
+            raise EnvironmentProblem(
+                f"{', '.join(missing)} not installed for {sys.executable}, which runs this variant's tests",
+                f"{sys.executable} -m pip install {' '.join(TEST_PACKAGES)}",
+            )
+        return TestEnvironment(sys.executable, f"this interpreter (torch {info['torch_version']})")
+    if planned is None:
+        raise EnvironmentProblem(
+            f"no environment for {variant.name}: this interpreter's torch ({info.get('torch_version', 'none')}) "
+            "cannot load it and the matrix has no cell for it",
+            "run publisher with a torch that matches the variant, or pass --matrix with a cell for it",
+        )
+    from publisher.toolchain import ensure_packages, ensure_toolchain
+
+    toolchain = ensure_toolchain(planned.toolchain, on_line)
+    ensure_packages(toolchain, list(TEST_PACKAGES), on_line)
+    return TestEnvironment(str(toolchain.python), f"toolchain {planned.toolchain.key}")

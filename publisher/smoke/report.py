@@ -1,0 +1,163 @@
+"""Test results: counting pytest events, the report entry the push stage
+reads, and the table the CLI shows."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from publisher.secrets import redact
+
+STATUSES = ("passed", "failed", "loaded-not-run", "error")
+DEVICE_KEYS = ("gpu", "driver", "torch", "cuda", "platform", "python")
+TAIL_LINES = 60
+TAIL_CHARS = 6000
+
+
+@dataclass(frozen=True)
+class TestCounts:
+    __test__ = False  # not a pytest test class
+
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    errors: int = 0
+
+    def __str__(self) -> str:
+        parts = [f"{n} {k}" for k, n in asdict(self).items() if n]
+        return ", ".join(parts) or "no tests"
+
+
+@dataclass(frozen=True)
+class EventSummary:
+    counts: TestCounts
+    unfinished: str | None  # the test that was running when the process died
+    failing: tuple[str, ...] = ()  # node ids of failed/errored tests
+
+
+def read_events(path: Path) -> EventSummary:
+    """Fold the plugin's JSON lines into counts. A test that started and never
+    finished (segfault, hang killed by a timeout) counts as failed."""
+    outcome: dict[str, str] = {}
+    started: list[str] = []
+    finished: set[str] = set()
+    collect_errors: list[str] = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a crash
+        kind, node = ev.get("event"), ev.get("nodeid", "")
+        if kind == "collect-error":
+            collect_errors.append(node)
+        elif kind == "start":
+            started.append(node)
+        elif kind == "finish":
+            finished.add(node)
+        elif kind == "report":
+            outcome[node] = _fold(outcome.get(node), ev)
+    unfinished = next((n for n in reversed(started) if n not in finished), None)
+    if unfinished is not None:
+        outcome[unfinished] = "failed"
+    values = list(outcome.values())
+    counts = TestCounts(
+        passed=values.count("passed"),
+        failed=values.count("failed"),
+        skipped=values.count("skipped"),
+        errors=values.count("error") + len(collect_errors),
+    )
+    failing = tuple(collect_errors) + tuple(n for n, o in outcome.items() if o in ("failed", "error"))
+    return EventSummary(counts, unfinished, failing)
+
+
+def _fold(previous: str | None, ev: dict) -> str | None:
+    """One test's outcome from its setup/call/teardown reports."""
+    when, result = ev.get("when"), ev.get("outcome")
+    if previous in ("failed", "error"):
+        return previous
+    if result == "failed":
+        return "failed" if when == "call" else "error"
+    if result == "skipped":
+        return "skipped"
+    return "passed" if when == "call" else previous
+
+
+_HARNESS_FRAME = re.compile(r'^\s*File "[^"]*(/_pytest/|/pluggy/|<frozen runpy>|/pytest/__main__\.py)')
+
+
+def _drop_harness_frames(lines: list[str]) -> list[str]:
+    """Stack dumps (faulthandler, pytest-timeout) are mostly pytest's own
+    frames; keep the test's. A dropped frame's source line goes with it."""
+    kept: list[str] = []
+    skip_source = False
+    for line in lines:
+        if _HARNESS_FRAME.match(line):
+            skip_source = True
+            continue
+        if skip_source and line.startswith("    ") and not line.lstrip().startswith("File "):
+            continue
+        skip_source = False
+        kept.append(line)
+    return kept
+
+
+def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
+    kept = "\n".join(_drop_harness_frames(text.rstrip().splitlines())[-lines:])
+    return redact(kept[-chars:])
+
+
+@dataclass(frozen=True)
+class VariantTestResult:
+    variant: str
+    status: str  # one of STATUSES
+    fingerprint: str | None
+    on_hardware: bool
+    device: dict = field(default_factory=dict)
+    tests: TestCounts = TestCounts()
+    seconds: float = 0.0
+    output_tail: str = ""
+    time: str = ""
+    reason: str = ""  # one line: why it failed / was not run; empty when passed
+    log: str | None = None
+
+    def entry(self) -> dict:
+        """The test-report entry (state.update_report) the push stage reads."""
+        return {
+            "status": self.status,
+            "fingerprint": self.fingerprint,
+            "on_hardware": self.on_hardware,
+            "device": {k: self.device.get(k) for k in DEVICE_KEYS},
+            "tests": asdict(self.tests),
+            "seconds": round(self.seconds, 2),
+            "output_tail": self.output_tail,
+            "time": self.time,
+            "reason": self.reason,
+            "log": self.log,
+        }
+
+
+def describe_device(device: dict) -> str:
+    torch = f"torch {device.get('torch')}" if device.get("torch") else "torch ?"
+    cuda = f" CUDA {device['cuda']}" if device.get("cuda") else ""
+    where = device.get("gpu") or "CPU"
+    driver = f" (driver {device['driver']})" if device.get("driver") else ""
+    return f"{where}{driver}, {torch}{cuda}"
+
+
+def render_table(results: list[VariantTestResult]) -> str:
+    rows = [("VARIANT", "RESULT", "TESTS", "ON", "TIME")]
+    for r in results:
+        label = {"loaded-not-run": "loaded, not run"}.get(r.status, r.status)
+        rows.append((r.variant, label, str(r.tests), describe_device(r.device) if r.device else "-", f"{r.seconds:.1f}s"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    for r in results:
+        if r.reason:
+            lines.append(f"  {r.variant}: {r.reason}")
+    return "\n".join(lines)

@@ -1,0 +1,208 @@
+"""Run one variant's tests in a subprocess, from a temporary folder outside
+the source tree, where only that variant is visible to `kernels`:
+
+<tmp>/kernel/build/<variant>  -> the variant (LOCAL_KERNELS=<repo-id>=<tmp>/kernel)
+<tmp>/import/<python_name>    -> the variant (for tests that `import <name>`)
+<tmp>/tests/                  copy of the project's tests/, or the default smoke test
+<tmp>/conftest.py             publisher's plugin (marker, device fixture, event log)
+<tmp>/publisher_device.py     device.py, for the plugin
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from publisher import runner, state
+from publisher.smoke import report
+from publisher.smoke.environment import TestEnvironment
+from publisher.smoke.report import VariantTestResult
+from publisher.variants import Variant
+
+HERE = Path(__file__).parent
+PROBE_TIMEOUT = 180
+_GET_KERNEL_RE = re.compile(r"""get_kernel\(\s*["']([\w.-]+/[\w.-]+)["']""")
+_DEVICE_RE = re.compile(r"^PUBLISHER_DEVICE (\{.*\})$", re.M)
+
+
+@dataclass(frozen=True)
+class TestOptions:
+    repo_id: str | None = None  # --repo-id, else [general.hub] repo-id, else found in tests/
+    timeout: float = 1800.0  # the whole variant (subprocess), seconds
+    test_timeout: float = 300.0  # one test (pytest-timeout, when installed), seconds
+    require_gpu: bool = False
+
+
+@dataclass(frozen=True)
+class VariantUnderTest:
+    name: str
+    path: Path  # build/<variant>
+    python_name: str
+    tests_dir: Path | None  # the project's tests/, None = default smoke test
+
+
+def needs_accelerator(variant: Variant) -> str | None:
+    """The accelerator a variant needs to run, None when a CPU is enough."""
+    backend = variant.backend
+    return None if backend in ("cpu", "universal") else backend
+
+
+def find_repo_id(tests_dir: Path | None) -> str | None:
+    """The repo id the project's tests load with get_kernel, when they name exactly one."""
+    if tests_dir is None:
+        return None
+    found = {m for p in tests_dir.rglob("*.py") for m in _GET_KERNEL_RE.findall(p.read_text(errors="replace"))}
+    return found.pop() if len(found) == 1 else None
+
+
+def _uses_ci_marker(tests_dir: Path) -> bool:
+    return any("kernels_ci" in p.read_text(errors="replace") for p in tests_dir.rglob("*.py"))
+
+
+def _prepare(tmp: Path, target: VariantUnderTest, options: TestOptions) -> None:
+    (tmp / "kernel" / "build").mkdir(parents=True)
+    (tmp / "kernel" / "build" / target.name).symlink_to(target.path.resolve(), target_is_directory=True)
+    (tmp / "import").mkdir()
+    (tmp / "import" / target.python_name).symlink_to(target.path.resolve(), target_is_directory=True)
+    shutil.copyfile(HERE / "plugin.py", tmp / "conftest.py")
+    shutil.copyfile(HERE / "device.py", tmp / "publisher_device.py")
+    # Anchors pytest's rootdir here, so no config of the caller's tree applies. The
+    # timeout keys take effect when pytest-timeout is installed; its thread method
+    # also stops a test stuck in native code (a signal would wait for it forever).
+    (tmp / "pytest.ini").write_text(
+        f"[pytest]\ntimeout = {int(options.test_timeout)}\ntimeout_method = thread\n"
+    )
+    if target.tests_dir is not None:
+        shutil.copytree(target.tests_dir, tmp / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    else:
+        (tmp / "tests").mkdir()
+        shutil.copyfile(HERE / "default_test.py", tmp / "tests" / "test_publisher_smoke.py")
+
+
+def _probe(env: TestEnvironment, child_env: dict, cwd: Path, log: Path) -> tuple[dict | None, str]:
+    result = runner.run(
+        [env.python, str(HERE / "device.py")], cwd=cwd, env=child_env, log=log, timeout=PROBE_TIMEOUT
+    )
+    match = _DEVICE_RE.search(result.output)
+    if not result.ok or match is None:
+        return None, result.output
+    return json.loads(match.group(1)), result.output
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _pytest_argv(env: TestEnvironment, tmp: Path, target: VariantUnderTest, load_only: bool) -> list[str]:
+    argv = [env.python, "-m", "pytest", "tests", "-p", "no:cacheprovider", "--rootdir", str(tmp),
+            "-c", str(tmp / "pytest.ini"), "-rfE", "--tb=short", "--disable-warnings", "-q"]
+    if target.tests_dir is not None and not load_only and _uses_ci_marker(tmp / "tests"):
+        argv += ["-m", "kernels_ci"]
+    return argv
+
+
+def _failure_reason(result: runner.RunResult, events: report.EventSummary, options: TestOptions) -> str:
+    where = f" in {events.unfinished}" if events.unfinished else ""
+    if result.timed_out:
+        return f"timed out after {int(options.timeout)}s{where} (--timeout)"
+    if result.returncode < 0:
+        try:
+            name = signal.Signals(-result.returncode).name
+        except ValueError:
+            name = f"signal {-result.returncode}"
+        return f"crashed ({name}){where}"
+    if events.unfinished and "Timeout" in result.output:
+        return f"test timed out after {int(options.test_timeout)}s{where} (--test-timeout)"
+    if events.unfinished:
+        return f"the test process exited (code {result.returncode}){where}"
+    if result.returncode == 2 and events.counts.errors:
+        return "tests could not be collected (import error?): " + ", ".join(events.failing[:3])
+    failing = ", ".join(events.failing[:3]) + (" ..." if len(events.failing) > 3 else "")
+    return f"{events.counts.failed + events.counts.errors} test(s) failed: {failing}" if failing else result.first_error_line()
+
+
+def test_variant(
+    target: VariantUnderTest,
+    env: TestEnvironment,
+    build_dir: Path,
+    options: TestOptions,
+    on_line: Callable[[str], None] | None = None,
+) -> VariantTestResult:
+    """Test one variant. Never raises for what the variant does (crash, hang,
+    failure): those come back as a result."""
+    started = time.monotonic()
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    variant = Variant.parse(target.name)
+    fingerprint = state.variant_fingerprint(target.path)
+    log = state.logs_dir(build_dir).resolve() / f"{target.name}.test.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"# publisher test {target.name} with {env.python} ({env.origin})\n")
+
+    def result(status: str, **kw) -> VariantTestResult:
+        return VariantTestResult(
+            variant=target.name, status=status, fingerprint=fingerprint, time=stamp, log=str(log),
+            seconds=time.monotonic() - started, **kw,
+        )
+
+    tmp = Path(tempfile.mkdtemp(prefix=f"publisher-test-{target.name}-"))
+    try:
+        _prepare(tmp, target, options)
+        repo_id = options.repo_id or find_repo_id(target.tests_dir)
+        child_env = dict(os.environ)
+        child_env.update(
+            PYTHONDONTWRITEBYTECODE="1",  # keep __pycache__ out of the variant folder
+            PYTHONPATH=os.pathsep.join([str(tmp / "import")] + ([child_env["PYTHONPATH"]] if child_env.get("PYTHONPATH") else [])),
+            PUBLISHER_TEST_EVENTS=str(tmp / "events.jsonl"),
+            PUBLISHER_TEST_BACKEND=variant.backend,
+            PUBLISHER_TEST_KERNEL_DIR=str(tmp / "kernel"),
+            PUBLISHER_TEST_VARIANT_DIR=str(tmp / "kernel" / "build" / target.name),
+        )
+        if repo_id:
+            child_env["LOCAL_KERNELS"] = f"{repo_id}={tmp / 'kernel'}"
+
+        accelerator = needs_accelerator(variant)
+        load_only, probed = False, None
+        if accelerator is not None:
+            # Whether the tests can run here decides what runs: ask the environment first.
+            probed, probe_output = _probe(env, child_env, tmp, log)
+            if probed is None:
+                return result("error", on_hardware=False, output_tail=report.tail(probe_output),
+                              reason=f"torch does not start in {env.python} ({env.origin})")
+            load_only = not probed["accelerators"].get(accelerator, False)
+        if load_only:
+            child_env["PUBLISHER_TEST_LOAD_ONLY"] = "1"
+            if target.tests_dir is not None:
+                shutil.rmtree(tmp / "tests")
+                (tmp / "tests").mkdir()
+                shutil.copyfile(HERE / "default_test.py", tmp / "tests" / "test_publisher_smoke.py")
+        child_env["PUBLISHER_TEST_DEVICE_OUT"] = str(tmp / "device.json")
+        argv = _pytest_argv(env, tmp, target, load_only)
+        run = runner.run(argv, cwd=tmp, env=child_env, log=log, on_line=on_line, timeout=options.timeout)
+        events = report.read_events(tmp / "events.jsonl")
+        device = _read_json(tmp / "device.json") or probed or {}
+        common = dict(device=device, tests=events.counts, output_tail=report.tail(run.output))
+        if run.ok and load_only:
+            return result("loaded-not-run", on_hardware=False,
+                          reason=f"loaded, not run: no {accelerator.upper()} device here", **common)
+        if run.ok:
+            return result("passed", on_hardware=True, **common)
+        if run.returncode == 5 and not run.timed_out:
+            return result("error", on_hardware=False, reason="no tests were collected", **common)
+        if run.returncode in (3, 4) and not events.unfinished:
+            return result("error", on_hardware=False, reason=f"pytest could not run (exit {run.returncode}): {run.first_error_line()}", **common)
+        return result("failed", on_hardware=not load_only, reason=_failure_reason(run, events, options), **common)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

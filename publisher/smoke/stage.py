@@ -1,0 +1,127 @@
+"""The test stage as one call: pick the built variants, test each in its
+environment, record the results in the test report. Used by `publisher
+test` and `publisher release`."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Sequence
+
+from publisher import state
+from publisher.build.backend import ToolchainUnavailable
+from publisher.build.metadata import check_variant
+from publisher.errors import PublisherError, UsageError
+from publisher.plan import PlannedVariant
+from publisher.project.model import Project
+from publisher.smoke.environment import select_environment
+from publisher.smoke.report import VariantTestResult
+from publisher.smoke.runner import TestOptions, VariantUnderTest, test_variant
+from publisher.variants import Variant
+
+Sink = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TestRun:
+    results: tuple[VariantTestResult, ...]
+    report_path: Path
+    require_gpu: bool
+
+    def blocking(self) -> list[VariantTestResult]:
+        """Variants that make the run fail: failed, not testable, or (with
+        --require-gpu) not run on their hardware."""
+        bad = {"failed", "error"} | ({"loaded-not-run"} if self.require_gpu else set())
+        return [r for r in self.results if r.status in bad]
+
+    @property
+    def ok(self) -> bool:
+        return not self.blocking()
+
+
+def built_variants(build_dir: Path) -> list[str]:
+    """Variant folders in build/ (anything with a parseable variant name)."""
+    names = []
+    for entry in sorted(Path(build_dir).iterdir()) if Path(build_dir).is_dir() else []:
+        try:
+            Variant.parse(entry.name)
+        except ValueError:
+            continue
+        if entry.is_dir():
+            names.append(entry.name)
+    return names
+
+
+def select_variants(names: Sequence[str], include: Sequence[str] = (), skip: Sequence[str] = ()) -> list[str]:
+    chosen = [
+        n for n in names
+        if (not include or any(fnmatch.fnmatchcase(n, g) for g in include))
+        and not any(fnmatch.fnmatchcase(n, g) for g in skip)
+    ]
+    if include and not chosen:
+        raise UsageError(
+            f"no built variant matches {' '.join(include)}",
+            f"built variants: {', '.join(names) or 'none (run publisher build first)'}",
+        )
+    return chosen
+
+
+def run_tests(
+    project: Project,
+    build_dir: Path,
+    *,
+    include: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    options: TestOptions = TestOptions(),
+    matrix_path: Path | None = None,
+    on_progress: Sink = lambda line: None,
+    on_output: Sink | None = None,
+) -> TestRun:
+    names = built_variants(build_dir)
+    if not names:
+        raise UsageError(f"{build_dir}: no built variants", f"run `publisher build {project.root}` first")
+    selected = select_variants(names, include, skip)
+    tests_dir = project.root / "tests" if project.root and (project.root / "tests").is_dir() else None
+    repo_id = options.repo_id or project.config.general.hub_repo_id
+
+    @lru_cache(maxsize=1)
+    def plan() -> dict[str, PlannedVariant]:
+        from publisher.matrix import find_matrix, load_matrix
+        from publisher.plan import make_plan
+
+        return make_plan(project, load_matrix(find_matrix(project.root, matrix_path))).by_name()
+
+    results = []
+    for name in selected:
+        variant_dir = Path(build_dir) / name
+        on_progress(f"testing {name}")
+        check = check_variant(variant_dir)
+        if not check.ok:
+            results.append(_not_testable(name, variant_dir, build_dir, "the variant folder is not a valid build: " + "; ".join(check.problems[:3])))
+        else:
+            try:
+                env = select_environment(Variant.parse(name), plan().get(name), on_progress)
+            except (PublisherError, ToolchainUnavailable) as err:
+                reason = getattr(err, "reason", None) or getattr(err, "message", str(err))
+                results.append(_not_testable(name, variant_dir, build_dir, f"no test environment: {reason}"))
+            else:
+                on_progress(f"  with {env.python} ({env.origin})")
+                target = VariantUnderTest(name, variant_dir, project.python_name, tests_dir)
+                results.append(test_variant(target, env, build_dir, replace(options, repo_id=repo_id), on_output))
+        on_progress(f"  {results[-1].status}" + (f": {results[-1].reason}" if results[-1].reason else ""))
+        state.update_report(state.test_report_path(build_dir), {name: results[-1].entry()})
+    return TestRun(tuple(results), state.test_report_path(build_dir), options.require_gpu)
+
+
+def _not_testable(name: str, variant_dir: Path, build_dir: Path, reason: str) -> VariantTestResult:
+    try:
+        fingerprint = state.variant_fingerprint(variant_dir)
+    except OSError:
+        fingerprint = None
+    return VariantTestResult(
+        variant=name, status="error", fingerprint=fingerprint, on_hardware=False, reason=reason,
+        time=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Build here, test on a GPU machine: the variant of the H100 test machine
+# (torch 2.11 + CUDA 13.0) is built on this (CPU) machine, carried there with
+# the wheels that machine lacks, and tested there with --require-gpu.
+#
+#   scripts/gpu_test.sh [prepare]  build the variant, fill .device-carry/, print the device command
+#   scripts/gpu_test.sh device     what runs on the GPU machine (from the repository root)
+#   scripts/gpu_test.sh rehearse   run the device step here, in a scratch copy of the repository,
+#                                  with the variant's own toolchain (no GPU: expect "loaded, not run"
+#                                  and exit 1 from --require-gpu; everything else is exercised)
+#
+# Environment: PROJECT (default kernel_projects/rmsnorm), VARIANT (default
+# torch211-cxx11-cu130-x86_64-linux), PYTHON (publisher's interpreter here,
+# default .venv/bin/python), OUT (where the device step copies its report).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PROJECT="${PROJECT:-kernel_projects/rmsnorm}"
+VARIANT="${VARIANT:-torch211-cxx11-cu130-x86_64-linux}"
+CARRY=".device-carry"  # ignored by git (.gitignore); named in the device call's `carry`
+# The GPU machine has torch, pytest, pytest-timeout, huggingface_hub, click, pyyaml,
+# packaging and ninja (device/KINDS.md); these are missing there.
+WHEELS=("kernels==0.17.2" "tomlkit==0.15.2")
+DEVICE_PYTHON_VERSION="3.12"
+
+prepare() {
+  local python="${PYTHON:-$ROOT/.venv/bin/python}"
+  cd "$ROOT"
+  echo "== build $VARIANT of $PROJECT here"
+  "$python" -m publisher build "$PROJECT" --variant "$VARIANT"
+
+  echo "== fill $CARRY/"
+  rm -rf "$CARRY"
+  mkdir -p "$CARRY/build" "$CARRY/whl"
+  cp -a "$PROJECT/build/$VARIANT" "$CARRY/build/"
+  "$python" -m pip download --quiet --no-deps --only-binary=:all: \
+    --python-version "$DEVICE_PYTHON_VERSION" --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
+    -d "$CARRY/whl" "${WHEELS[@]}"
+  printf '%s\n' "$PROJECT" >"$CARRY/project"
+  du -sh "$CARRY"
+
+  cat <<EOF
+
+== ready. On the GPU machine (device tool: run), from the repository root, with carry [".device-carry"]:
+  bash scripts/gpu_test.sh device
+The report comes back in \$OUT (test-report.json, gpu-test.json, the test log).
+EOF
+}
+
+device() {
+  cd "$ROOT"
+  local project
+  project="$(cat "$CARRY/project")"
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "${SITE:-/tmp/publisher-site}" "$CARRY"/whl/*.whl
+  export PYTHONPATH="${SITE:-/tmp/publisher-site}:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+  export PYTHONUNBUFFERED=1
+  rm -rf "$project/build"
+  mkdir -p "$project/build"
+  cp -a "$CARRY"/build/* "$project/build/"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+  local rc=0
+  python3 -m publisher test "$project" --require-gpu --json >"${OUT:-/tmp}/gpu-test.json" || rc=$?
+  cat "${OUT:-/tmp}/gpu-test.json"
+  cp "$project/build/.publisher/test-report.json" "${OUT:-/tmp}/" || true
+  cp "$project"/build/.publisher/logs/*.test.log "${OUT:-/tmp}/" || true
+  echo "publisher test exit code: $rc"
+  return "$rc"
+}
+
+rehearse() {
+  cd "$ROOT"
+  [ -d "$CARRY/whl" ] || { echo "run 'scripts/gpu_test.sh prepare' first" >&2; exit 2; }
+  # A stand-in for the GPU machine's python3: the variant's torch and the packages
+  # KINDS.md lists there (pip included), but not the carried ones.
+  local venv="${REHEARSAL_VENV:-$HOME/.cache/publisher/gpu-rehearsal}"
+  local uv
+  uv="$(command -v uv || echo "$ROOT/.venv/bin/uv")"
+  if [ ! -x "$venv/bin/python3" ]; then
+    "$uv" venv --quiet --seed --python "${PYTHON:-$ROOT/.venv/bin/python}" "$venv"
+    "$uv" pip install --quiet --python "$venv/bin/python" "torch==2.11.*" pytest pytest-timeout \
+      "huggingface_hub>=1.10" click pyyaml packaging ninja
+  fi
+  local scratch rc=0
+  scratch="$(mktemp -d)"
+  # What the device tool sends: tracked and untracked-not-ignored files, plus the carry folder.
+  git ls-files --cached --others --exclude-standard -z | xargs -0 cp --parents -a -t "$scratch/"
+  cp -a "$CARRY" "$scratch/"
+  mkdir -p "$scratch/out"
+  echo "== rehearsal in $scratch with $venv/bin/python3"
+  (cd "$scratch" && PATH="$venv/bin:$PATH" OUT="$scratch/out" SITE="$scratch/site" bash scripts/gpu_test.sh device) || rc=$?
+  ls "$scratch/out"
+  rm -rf "$scratch"
+  return "$rc"
+}
+
+case "${1:-prepare}" in
+  prepare) prepare ;;
+  device) device ;;
+  rehearse) rehearse ;;
+  *) echo "usage: $0 [prepare|device|rehearse]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,132 @@
+"""`check` on project folders: real layouts from the corpus (file names only,
+recreated as empty files) and small projects with one layout problem each."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from corpus_index import BUILD_TOMLS, LAYOUTS, require_corpus
+from publisher.project.load import load_project
+from test_check import GOOD
+
+
+def _layouts():
+    return sorted(p.name for p in LAYOUTS.glob("*.txt") if p.name != "README.md") if LAYOUTS.is_dir() else []
+
+
+def materialize(root, listing: str):
+    for rel in listing.splitlines():
+        if rel.strip():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+
+
+@pytest.mark.parametrize("layout", _layouts())
+def test_real_layouts_pass(tmp_path, layout):
+    require_corpus()
+    materialize(tmp_path, (LAYOUTS / layout).read_text())
+    # the corpus copy of this project's build.toml at HEAD
+    shutil.copy(BUILD_TOMLS / layout.replace(".txt", "__build.toml"), tmp_path / "build.toml")
+    if "deep-gemm" in layout:  # a git submodule: listed as one path, a folder in a checkout
+        submodule = tmp_path / "torch-ext/deep_gemm/include/third-party/cutlass"
+        submodule.unlink()
+        submodule.mkdir()
+    project, findings = load_project(tmp_path)
+    layout_errors = [f for f in findings if f.code.startswith("PB4") and f.is_error]
+    assert not layout_errors, [(f.code, f.message) for f in layout_errors]
+    has_tests = (tmp_path / "tests").is_dir()
+    assert any(f.code == "PB406" for f in findings) == (not has_tests)
+
+
+def project(tmp_path, text=GOOD):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "build.toml").write_text(text)
+    for rel in ("torch-ext/torch_binding.cpp", "torch-ext/relu_kernel/__init__.py", "relu_cpu/relu.cpp",
+                "relu_cuda/relu.cu", "tests/test_relu.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).touch()
+    return tmp_path
+
+
+def codes(findings):
+    return {f.code for f in findings}
+
+
+def test_complete_project_is_clean(tmp_path):
+    loaded, findings = load_project(project(tmp_path))
+    assert loaded is not None and loaded.root == tmp_path
+    assert not [f for f in findings if f.severity.value != "info"]
+    assert loaded.package_dir == tmp_path / "torch-ext/relu_kernel"
+
+
+def test_missing_source_points_at_the_line(tmp_path):
+    root = project(tmp_path)
+    (root / "relu_cuda/relu.cu").unlink()
+    loaded, findings = load_project(root)
+    f = next(f for f in findings if f.code == "PB401")
+    assert loaded is None
+    assert f.file == str(root / "build.toml") and f.line == 23 and "relu_cuda/relu.cu" in f.message
+
+
+def test_config_only_skips_layout(tmp_path):
+    root = project(tmp_path)
+    (root / "relu_cuda/relu.cu").unlink()
+    loaded, findings = load_project(root, layout=False)
+    assert loaded is not None and "PB401" not in codes(findings)
+
+
+@pytest.mark.parametrize("path", ["../outside.cu", "/etc/passwd", "relu_cuda/../../x.cu", "C:\\\\src\\\\x.cu"])
+def test_paths_may_not_leave_the_project(tmp_path, path):
+    root = project(tmp_path / "p")
+    (tmp_path / "outside.cu").touch()
+    text = GOOD.replace('src = ["relu_cuda/relu.cu"]', f'src = ["{path}"]')
+    (root / "build.toml").write_text(text)
+    _, findings = load_project(root)
+    assert "PB402" in codes(findings)
+
+
+def test_symlink_pointing_outside(tmp_path):
+    root = project(tmp_path / "p")
+    (tmp_path / "secret.cu").touch()
+    os.symlink(tmp_path / "secret.cu", root / "relu_cuda/linked.cu")
+    _, findings = load_project(root)
+    f = next(f for f in findings if f.code == "PB402")
+    assert "linked.cu" in f.message
+    # a symlink that stays inside is fine
+    os.remove(root / "relu_cuda/linked.cu")
+    os.symlink(root / "relu_cuda/relu.cu", root / "relu_cuda/linked.cu")
+    assert "PB402" not in codes(load_project(root)[1])
+
+
+def test_package_folder_and_binding(tmp_path):
+    root = project(tmp_path)
+    (root / "torch-ext/relu_kernel/__init__.py").unlink()
+    assert "PB403" in codes(load_project(root)[1])
+    root2 = project(tmp_path / "b", GOOD.replace('src = ["torch-ext/torch_binding.cpp"]', "src = []"))
+    f = next(f for f in load_project(root2)[1] if f.code == "PB404")
+    assert f.field == "torch.src" and f.line == 12
+
+
+def test_generated_files_and_missing_tests_warn(tmp_path):
+    root = project(tmp_path)
+    (root / "torch-ext/relu_kernel/_ops.py").touch()
+    (root / "torch-ext/registration.h").touch()
+    shutil.rmtree(root / "tests")
+    loaded, findings = load_project(root)
+    warned = [f for f in findings if f.severity.value == "warning"]
+    assert {f.code for f in warned} == {"PB405", "PB406"} and len(warned) == 3
+    assert loaded is not None  # warnings only
+
+
+def test_tvm_ffi_package_lives_in_tvm_ffi_ext(tmp_path):
+    text = GOOD.replace("[torch]", "[tvm-ffi]").replace("torch-ext/torch_binding.cpp", "tvm-ffi-ext/tvm_ffi_binding.cpp")
+    root = project(tmp_path, text)
+    assert "PB403" in codes(load_project(root)[1])
+    (root / "tvm-ffi-ext/relu_kernel").mkdir(parents=True)
+    (root / "tvm-ffi-ext/relu_kernel/__init__.py").touch()
+    (root / "tvm-ffi-ext/tvm_ffi_binding.cpp").touch()
+    assert not [f for f in load_project(root)[1] if f.is_error]

@@ -1,0 +1,47 @@
+"""`publisher matrix` as a user and as a GitHub Actions plan job call it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RMSNORM = ROOT / "kernel_projects" / "rmsnorm"
+
+
+def publisher(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "publisher", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_json_is_a_list_a_strategy_matrix_can_consume():
+    out = publisher("matrix", str(RMSNORM), "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert rows and all({"variant", "backend", "torch", "platform"} <= set(r) for r in rows)
+    names = [r["variant"] for r in rows]
+    assert "torch211-cxx11-cu130-x86_64-linux" in names  # the H100 test machine
+    assert "torch213-cxx11-cpu-x86_64-linux" in names  # this machine
+    assert len(names) == len(set(names))
+
+
+def test_explain_accounts_for_every_cell():
+    out = publisher("matrix", str(RMSNORM), "--explain")
+    assert out.returncode == 0, out.stderr
+    cells = [l for l in out.stdout.splitlines() if l.strip().startswith("torch ")]
+    from publisher.matrix import load_matrix
+
+    assert len(cells) == len(load_matrix().cells)
+    assert any(" out  [backend-not-declared]" in l for l in cells)
+
+
+def test_glob_selection_and_usage_errors():
+    out = publisher("matrix", str(RMSNORM), "--json", "--variant", "torch21?-cxx11-cu130-*", "--skip", "*aarch64*")
+    assert out.returncode == 0, out.stderr
+    assert {r["variant"] for r in json.loads(out.stdout)} >= {"torch211-cxx11-cu130-x86_64-linux"}
+    assert all("aarch64" not in r["variant"] for r in json.loads(out.stdout))
+    bad = publisher("matrix", str(RMSNORM), "--variant", "nope-*")
+    assert bad.returncode == 2 and "no variant matches" in bad.stderr and "Traceback" not in bad.stderr
+    missing = publisher("matrix", "/nonexistent/project")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr

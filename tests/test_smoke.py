@@ -1,0 +1,193 @@
+"""`publisher test` end to end: real builds, the real `kernels` client, real
+pytest in a subprocess. A broken kernel must come back as a failed variant
+with its output, never as a crash of publisher."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from publisher import state
+from smoke_fixtures import CUDA_VARIANT, publisher_cli, write_broken, write_files
+
+REPO = Path(__file__).resolve().parent.parent
+CPU_VARIANT_GLOB = "torch*-cpu-*"
+
+pytestmark = pytest.mark.slow
+
+
+def run_test(project: Path, *args: str, op: str = "doubled", timeout: float = 600):
+    env = dict(os.environ, BROKEN_OP=op)
+    result = publisher_cli("test", str(project), "--json", *args, env=env, timeout=timeout)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result, json.loads(result.stdout)
+
+
+def only_entry(report: dict) -> tuple[str, dict]:
+    (name, entry), = report["variants"].items()
+    return name, entry
+
+
+def test_wrong_result_fails_with_the_assertion(broken_project):
+    result, report = run_test(broken_project, "--variant", CPU_VARIANT_GLOB, op="doubled")
+    assert result.returncode == 1
+    name, entry = only_entry(report)
+    assert entry["status"] == "failed"
+    assert entry["tests"] == {"passed": 0, "failed": 1, "skipped": 0, "errors": 0}
+    assert "test_op_doubles" in entry["reason"]
+    assert "Mismatched elements" in entry["output_tail"]
+    assert entry["on_hardware"] is True
+    # The record the push stage reads: beside the build, tied to this exact variant.
+    recorded = state.read_report(state.test_report_path(broken_project / "build"))["variants"][name]
+    assert recorded == entry
+    assert entry["fingerprint"] == state.variant_fingerprint(broken_project / "build" / name)
+    assert entry["device"]["torch"] and entry["device"]["python"] and entry["device"]["gpu"] is None
+
+
+def test_segfault_is_a_failed_variant(broken_project):
+    result, report = run_test(broken_project, "--variant", CPU_VARIANT_GLOB, op="crash")
+    assert result.returncode == 1
+    _, entry = only_entry(report)
+    assert entry["status"] == "failed"
+    assert "SIGSEGV" in entry["reason"] and "test_op_doubles" in entry["reason"]
+    assert "Segmentation fault" in entry["output_tail"]
+    assert entry["tests"]["failed"] == 1
+
+
+def test_hang_is_stopped_by_the_per_test_timeout(broken_project):
+    started = time.monotonic()
+    result, report = run_test(broken_project, "--variant", CPU_VARIANT_GLOB, "--test-timeout", "5", op="hang")
+    assert result.returncode == 1
+    _, entry = only_entry(report)
+    assert entry["status"] == "failed"
+    assert "timed out" in entry["reason"] and "test_op_doubles" in entry["reason"]
+    assert "Timeout" in entry["output_tail"]
+    assert time.monotonic() - started < 120
+
+
+def test_hang_is_stopped_by_the_variant_timeout(broken_project):
+    result, report = run_test(broken_project, "--variant", CPU_VARIANT_GLOB, "--test-timeout", "600",
+                              "--timeout", "15", op="hang")
+    assert result.returncode == 1
+    _, entry = only_entry(report)
+    assert entry["status"] == "failed"
+    assert entry["reason"].startswith("timed out after 15s") and "test_op_doubles" in entry["reason"]
+    assert entry["seconds"] < 60
+
+
+def test_table_shows_the_failure_and_its_output(broken_project):
+    env = dict(os.environ, BROKEN_OP="doubled")
+    result = publisher_cli("test", str(broken_project), "--variant", CPU_VARIANT_GLOB, env=env)
+    assert result.returncode == 1
+    assert "failed" in result.stdout and "1 failed" in result.stdout
+    assert "AssertionError" in result.stdout  # the tail of the output, under the table
+    assert "test-report.json" in result.stdout
+
+
+def test_default_smoke_test_without_tests_folder(broken_project, tmp_path):
+    """No tests/: the default smoke test loads the kernel, checks its ops are
+    registered under the metadata id, and calls every function that takes a
+    tensor alone — which reaches the segfaulting op."""
+    bare = write_broken(tmp_path / "broken", tests=False)
+    result = publisher_cli("test", str(bare), "--build-dir", str(broken_project / "build"), "--json",
+                           "--variant", CPU_VARIANT_GLOB)
+    assert result.returncode == 1, result.stderr
+    _, entry = only_entry(json.loads(result.stdout))
+    assert entry["status"] == "failed"
+    assert "test_public_functions_run" in entry["reason"] and "SIGSEGV" in entry["reason"]
+    assert entry["tests"]["passed"] == 2  # loaded through kernels; ops under torch.ops.<id>
+
+
+def test_variant_changed_after_the_build_is_not_tested(broken_project, fresh_copy):
+    project = fresh_copy(broken_project)
+    variant = next((project / "build").glob(CPU_VARIANT_GLOB))
+    (variant / "__init__.py").write_text((variant / "__init__.py").read_text() + "\n# edited\n")
+    result, report = run_test(project, "--variant", CPU_VARIANT_GLOB)
+    assert result.returncode == 1
+    _, entry = only_entry(report)
+    assert entry["status"] == "error"
+    assert "__init__.py: changed after the build" in entry["reason"]
+
+
+def test_python_only_kernel_passes_the_default_smoke_test(noarch_project):
+    result = publisher_cli("test", str(noarch_project), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, entry = only_entry(json.loads(result.stdout))
+    assert entry["status"] == "passed" and entry["on_hardware"] is True
+    assert entry["tests"] == {"passed": 3, "failed": 0, "skipped": 0, "errors": 0}
+
+
+def test_softcap_example_passes(tmp_path):
+    out = tmp_path / "build"
+    project = REPO / "kernel_projects" / "softcap"
+    built = publisher_cli("build", str(project), "--local", "--out", str(out), "--json")
+    assert built.returncode == 0, built.stdout + built.stderr
+    result = publisher_cli("test", str(project), "--build-dir", str(out), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] and all(e["status"] == "passed" for e in report["variants"].values())
+    assert all(e["tests"]["passed"] > 0 and e["tests"]["failed"] == 0 for e in report["variants"].values())
+
+
+def test_rmsnorm_cpu_variant_passes(tmp_path):
+    out = tmp_path / "build"
+    project = REPO / "kernel_projects" / "rmsnorm"
+    built = publisher_cli("build", str(project), "--local", "--out", str(out), "--json")
+    assert built.returncode == 0, built.stdout + built.stderr
+    result = publisher_cli("test", str(project), "--build-dir", str(out), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, entry = only_entry(json.loads(result.stdout))
+    assert entry["status"] == "passed" and entry["on_hardware"] is True
+    assert entry["tests"]["passed"] > 0 and entry["tests"]["failed"] == 0
+
+
+def test_cuda_variant_without_gpu_is_loaded_not_run(broken_cuda_project):
+    result, report = run_test(broken_cuda_project, "--variant", CUDA_VARIANT, op="crash")
+    assert result.returncode == 0, result.stderr
+    _, entry = only_entry(report)
+    assert entry["status"] == "loaded-not-run" and entry["on_hardware"] is False
+    assert "no CUDA device" in entry["reason"]
+    # Imported and its ops found under the metadata id; nothing called (the op would segfault).
+    assert entry["tests"] == {"passed": 2, "failed": 0, "skipped": 1, "errors": 0}
+    assert entry["device"]["torch"].startswith("2.11") and entry["device"]["cuda"] == "13.0"
+
+
+def test_require_gpu_fails_a_cuda_variant_without_gpu(broken_cuda_project):
+    result, report = run_test(broken_cuda_project, "--variant", CUDA_VARIANT, "--require-gpu")
+    assert result.returncode == 1
+    _, entry = only_entry(report)
+    assert entry["status"] == "loaded-not-run"
+    assert report["ok"] is False
+
+
+def test_only_the_variant_under_test_is_loaded(broken_project, fresh_copy, tmp_path):
+    """build/ holds the broken torch213 CPU variant and a correct Python-only
+    `torch-cpu` build of the same kernel. `kernels` would prefer the first;
+    testing the second must load the second."""
+    project = fresh_copy(broken_project)
+    fixed = tmp_path / "fixed"
+    write_files(fixed, {
+        "build.toml": '[general]\nname = "broken"\nversion = 1\nedition = 5\nlicense = "MIT"\n'
+                      'backends = ["cpu"]\n\n[torch-noarch]\n',
+        "torch-ext/broken/__init__.py": "from ._ops import ops\n\n\ndef doubled(x):\n    return x * 2\n",
+    })
+    built = publisher_cli("build", str(fixed), "--local", "--out", str(project / "build"), "--json")
+    assert built.returncode == 0, built.stdout + built.stderr
+    result, report = run_test(project, "--variant", "torch-cpu", op="doubled")
+    assert result.returncode == 0, report
+    assert report["variants"]["torch-cpu"]["status"] == "passed"
+    result, report = run_test(project, "--variant", CPU_VARIANT_GLOB, op="doubled")
+    assert only_entry(report)[1]["status"] == "failed"
+
+
+def test_every_variant_in_one_run(broken_cuda_project):
+    """No selection: every built variant, each with its own environment."""
+    result, report = run_test(broken_cuda_project, op="doubled")
+    statuses = {name: e["status"] for name, e in report["variants"].items()}
+    assert statuses[CUDA_VARIANT] == "loaded-not-run"
+    cpu = next(n for n in statuses if n != CUDA_VARIANT)
+    assert statuses[cpu] == "failed" and result.returncode == 1
