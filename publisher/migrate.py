@@ -16,7 +16,7 @@ from tomlkit.exceptions import TOMLKitError
 from publisher.errors import ProjectError
 from publisher.findings import Finding
 from publisher.project import editions
-from publisher.project.load import read_toml, resolve, validate, _toolkits
+from publisher.project.load import matrix_toolkits, read_toml, resolve, tomllib, validate
 from publisher.project.upgrade import MigrationRefused, upgrade
 
 
@@ -68,9 +68,7 @@ def plan_migration(path: Path, *, license: str | None = None, version: int | Non
 
 def remaining_problems(migration: Migration) -> list[Finding]:
     """Errors `check` still reports on the migrated file (config only)."""
-    import tomllib
-
-    cuda, rocm = _toolkits(None)
+    cuda, rocm = matrix_toolkits(None)
     findings, _, _ = validate(tomllib.loads(migration.migrated), cuda, rocm)
     return [f for f in findings if f.is_error]
 

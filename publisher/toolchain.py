@@ -27,7 +27,7 @@ from publisher.variants import backend_of_compute, compute_version
 
 LineSink = Callable[[str], None]
 _RECORD = "toolchain.json"
-_FORMAT = 1  # bump when the environment layout or record changes
+_FORMAT = 2  # bump when the environment layout or record changes
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,6 @@ class Toolchain:
     python_include: str
     torch_version: str  # "2.11.0+cu130"
     torch_dir: str
-    cxx_std: str  # what torch's own extension builder uses (c++17 / c++20)
     cuda_version: str | None  # CUDA torch was built for ("13.0"); None for CPU torch
     cuda_home: str | None  # toolkit root holding bin/nvcc
     nvcc: str | None
@@ -60,7 +59,6 @@ class Toolchain:
                 "cuda": self.cuda_version,
                 "nvcc": self.nvcc_version,
                 "cxx": self.cxx_version,
-                "std": self.cxx_std,
             },
             sort_keys=True,
         )
@@ -320,7 +318,6 @@ def _describe(spec: ToolchainSpec, python: Path, env_dir: Path | None, log: Path
         python_include=info["python_include"],
         torch_version=info["torch_version"],
         torch_dir=str(torch_dir),
-        cxx_std=info["cxx_std"],
         cuda_version=have_cuda,
         cuda_home=cuda_home,
         nvcc=nvcc,

@@ -26,8 +26,6 @@ def probe() -> dict:
         m = re.search(rf"^{name}\s*(?::\s*[^=]+)?=\s*['\"]([^'\"]+)['\"]", version_py, re.M)
         return m.group(1) if m else None
 
-    cpp_extension = torch_dir / "utils" / "cpp_extension.py"
-    std = "c++20" if "-std=c++20" in cpp_extension.read_text() else "c++17"
     site = torch_dir.parent
     nvidia = site / "nvidia"
     return {
@@ -39,7 +37,6 @@ def probe() -> dict:
         "cuda": field("cuda"),
         "hip": field("hip"),
         "xpu": field("xpu"),
-        "cxx_std": std,
         "site_packages": str(site),
         # CUDA wheels put headers/libs under nvidia/<pkg>/ (CUDA 12) or nvidia/cu13/ (CUDA 13)
         "nvidia_include": sorted(str(p) for p in nvidia.glob("*/include") if p.is_dir()),

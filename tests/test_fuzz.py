@@ -117,13 +117,13 @@ def test_text_mutations(file, data):
     check_text(raw)
 
 
-@fuzz(1500)
+@fuzz(1000)
 @given(mutated_documents())
 def test_structure_mutations(doc):
     check_text(tomlkit.dumps(doc).encode())
 
 
-@fuzz(300)
+@fuzz(250)
 @given(mutated_documents(), st.booleans())
 def test_migrate_never_raises(doc, give_options):
     with tempfile.TemporaryDirectory() as folder:

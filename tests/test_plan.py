@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from publisher.errors import UsageError
+from publisher.errors import ProjectError, UsageError
 from publisher.matrix import load_matrix
 from publisher.plan import make_plan, select
-from publisher.project.load import load_project
+from publisher.project.load import load_project, require_project
 
 MATRIX = """
 schema: 1
@@ -35,8 +35,7 @@ torch:
 """
 
 
-def project(tmp_path: Path, general_extra: str = "", torch_extra: str = "", kernel_extra: str = "", backends='["cpu", "cuda"]'):
-    (tmp_path / "build.toml").write_text(f"""
+BUILD = """
 [general]
 name = "demo"
 version = 1
@@ -56,10 +55,21 @@ src = ["k.cu"]
 backend = "cpu"
 depends = ["torch"]
 src = ["k.cpp"]
-""")
+"""
+
+
+def load_matrix_from_text(tmp_path: Path, text: str):
+    path = tmp_path / "plan-matrix.yaml"
+    path.write_text(text)
+    return load_matrix(path)
+
+
+def project(tmp_path: Path, general_extra: str = "", torch_extra: str = "", kernel_extra: str = "", backends='["cpu", "cuda"]'):
+    (tmp_path / "build.toml").write_text(
+        BUILD.format(general_extra=general_extra, torch_extra=torch_extra, kernel_extra=kernel_extra, backends=backends)
+    )
     (tmp_path / "matrix.yaml").write_text(MATRIX)
-    proj, _ = load_project(tmp_path / "build.toml")
-    return make_plan(proj, load_matrix(tmp_path / "matrix.yaml"))
+    return make_plan(require_project(tmp_path / "build.toml", matrix=tmp_path / "matrix.yaml"), load_matrix(tmp_path / "matrix.yaml"))
 
 
 def decision(plan, torch, compute, platform="x86_64-linux"):
@@ -102,8 +112,19 @@ def test_capabilities_are_intersected_per_toolkit(tmp_path):
     assert "10.0" not in by_name["torch215-cxx11-cu126-x86_64-linux"].archs
 
 
-def test_empty_capabilities_leave_the_cell_out_with_the_kernel_named(tmp_path):
-    plan = project(tmp_path, kernel_extra='cuda-capabilities = ["12.0"]')
+def test_empty_capabilities_are_a_check_error_naming_kernel_and_toolkit(tmp_path):
+    with pytest.raises(ProjectError) as err:
+        project(tmp_path, kernel_extra='cuda-capabilities = ["12.0"]')
+    assert "demo_cuda" in err.value.message and "12.6" in err.value.message
+
+
+def test_plan_leaves_out_a_cell_whose_kernel_has_no_archs(tmp_path):
+    # The project is valid against a matrix without CUDA 12.6; planned against one with it,
+    # the 12.6 cell is left out with the kernel named rather than failing at compile time.
+    (tmp_path / "build.toml").write_text(BUILD.format(general_extra="", torch_extra="", kernel_extra='cuda-capabilities = ["12.0"]', backends='["cuda"]'))
+    (tmp_path / "matrix.yaml").write_text(MATRIX.replace('"12.6": ["7.0", "7.5", "8.0", "8.6", "8.9", "9.0+PTX"]', '"12.6": ["12.0"]'))
+    proj = require_project(tmp_path / "build.toml", matrix=tmp_path / "matrix.yaml")
+    plan = make_plan(proj, load_matrix_from_text(tmp_path, MATRIX))
     d = decision(plan, "2.15", "cu126")
     assert not d.included and d.rule == "empty-archs" and "demo_cuda" in d.reason
 

@@ -54,8 +54,9 @@ def _env(hub):
 ])
 def test_fault_never_leaves_a_half_release(hub_env, scale_project, endpoint, action, status, after):
     repo = repo_name()
-    hub_env.fault(endpoint, action=action, status=status or 500, after=after)
+    rule = hub_env.fault(endpoint, action=action, status=status or 500, after=after)
     first = run_publisher(["push", repo, str(scale_project), "--allow-untested"], _env(hub_env))
+    assert rule.hits > rule.after, f"the push never reached {endpoint}"
     assert "Traceback" not in first.stderr, first.stderr
     outcome = _state_of_v1(hub_env, repo, scale_project)
     assert outcome in ("absent", "complete")

@@ -88,7 +88,7 @@ def compile_variant(
         inc = [f"-I{gen}", f"-I{root}", *(f"-I{(root / i).resolve()}" for i in includes)]
         obj = work_dir / "obj" / (_object_name(root, source) + ".o")
         if suffix in _CXX:
-            args = [*flags.cxx_flags(toolchain, debug), *base_defines, *compat, *inc,
+            args = [*flags.cxx_flags(debug), *base_defines, *compat, *inc,
                     *_isystem(system_includes + cuda_includes), *cxx_extra]
             compiles.append(Compile(source, obj, "cxx", tuple(args)))
         elif suffix == ".c":
@@ -137,8 +137,16 @@ def compile_variant(
     ninja_bin = os.path.join(ninja.BIN_DIR, "ninja")
     result = runner.run([ninja_bin, "-C", str(work_dir), f"-j{max(1, cores)}"], env=env, log=log, on_line=sink)
     if not result.ok:
-        raise BuildFailed(result.first_error_line())
+        raise BuildFailed(_first_error(result))
     return CompileResult(library, tuple(ran))
+
+
+def _first_error(result: runner.RunResult) -> str:
+    """The compiler's own first `error:` line beats ninja's `FAILED:` summary."""
+    for line in result.output.splitlines():
+        if "error:" in line:
+            return line.strip()[:300]
+    return result.first_error_line()
 
 
 def _isystem(dirs) -> list[str]:

@@ -45,15 +45,20 @@ def defines(ops_id: str, backend: str, stable_abi: str | None) -> list[str]:
     return out
 
 
-def cxx_flags(toolchain: Toolchain, debug: bool) -> list[str]:
-    return [f"-std={toolchain.cxx_std}", "-fPIC", *(["-O0", "-g"] if debug else ["-O3"])]
+# Upstream builds every variant as C++20; -fno-gnu-unique keeps template
+# statics of two kernels loaded side by side from colliding (as upstream).
+CXX_STD = "c++20"
+
+
+def cxx_flags(debug: bool) -> list[str]:
+    return [f"-std={CXX_STD}", "-fPIC", "-fno-gnu-unique", *(["-O0", "-g"] if debug else ["-O3"])]
 
 
 def nvcc_flags(toolchain: Toolchain, debug: bool) -> list[str]:
     return [
-        f"-std={toolchain.cxx_std}",
+        f"-std={CXX_STD}",
         f"-ccbin={toolchain.cxx}",
-        "-Xcompiler=-fPIC",
+        "-Xcompiler=-fPIC,-fno-gnu-unique",
         "--expt-relaxed-constexpr",
         *(["-O0", "-g", "-lineinfo"] if debug else ["-O3"]),
     ]

@@ -49,7 +49,9 @@ def build_lock(build_dir: Path) -> Iterator[None]:
 def new_stage(build_dir: Path, variant: str) -> Path:
     staging = state.staging_dir(build_dir)
     staging.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"{variant}-", dir=staging))
+    path = Path(tempfile.mkdtemp(prefix=f"{variant}-", dir=staging))
+    path.chmod(0o755)  # mkdtemp makes it private; a variant folder is for everyone to read
+    return path
 
 
 def discard(stage: Path) -> None:

@@ -22,8 +22,9 @@ from publisher.project.load import require_project
 @click.option("--matrix", "matrix_file", type=click.Path(path_type=Path), help="Matrix file (default: the project's matrix.yaml, else publisher's).")
 def command(path: Path, explain: bool, as_json: bool, include, skip, required_only: bool, matrix_file: Path | None) -> None:
     """List the variants the kernel in PATH needs."""
-    project = require_project(path)
-    matrix = load_matrix(find_matrix(project.root, matrix_file))
+    matrix_path = find_matrix(path if path.is_dir() else None, matrix_file)
+    project = require_project(path, matrix=matrix_path)
+    matrix = load_matrix(matrix_path)
     plan = make_plan(project, matrix)
     chosen = [p for p in select(plan, include, skip) if p.required or not required_only]
     if as_json:

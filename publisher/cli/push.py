@@ -143,8 +143,12 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
                    f"({'existing' if plan.branch_exists else 'new'}"
                    f"{', at ' + plan.parent_commit[:12] if plan.parent_commit else ''})")
         click.echo(_render_plan(plan))
-    resolutions = verify.resolve_cells(list(variants) + list(plan.kept_variants),
-                                       load_matrix(find_matrix(project.root)).cells)
+    try:
+        resolutions = verify.resolve_cells(list(variants) + list(plan.kept_variants),
+                                           load_matrix(find_matrix(project.root)).cells)
+    except ImportError:
+        _say("note: install `kernels` to see which environment loads which variant")
+        resolutions = []
     report["resolutions"] = [r.__dict__ for r in resolutions]
     if dry_run:
         _finish(report, resolutions, as_json, repo_id, version)

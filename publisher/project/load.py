@@ -33,7 +33,7 @@ _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 @lru_cache(maxsize=8)
-def _toolkits(matrix_path: Path | None) -> tuple[dict, dict]:
+def matrix_toolkits(matrix_path: Path | None) -> tuple[dict, dict]:
     from publisher.matrix import find_matrix, load_matrix
 
     matrix = load_matrix(find_matrix(None, matrix_path))
@@ -114,7 +114,7 @@ def _legacy(data: Mapping, edition: editions.Edition, cuda_toolkits, rocm_toolki
     validating its migrated form, which problems migrate would not fix."""
     general = data.get("general") if isinstance(data.get("general"), Mapping) else {}
     missing = [k for k in ("license", "version") if k not in general]
-    options = "".join(f" --{k} {'apache-2.0' if k == 'license' else 1}" for k in missing)
+    options = "".join(f" --{k} {'<license-id>' if k == 'license' else '<N>'}" for k in missing)
     pre_v1 = edition.era == editions.PRE_V1
     hint = ("cannot be migrated automatically: rewrite it as edition 5 by hand" if pre_v1
             else f"run `publisher migrate{options} PATH` to upgrade it to edition 5")
@@ -167,7 +167,7 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
     text, data, findings = read_toml(build_toml)
     if data is None:
         return None, findings
-    cuda_toolkits, rocm_toolkits = _toolkits(Path(matrix) if matrix else (root / "matrix.yaml" if root and (root / "matrix.yaml").is_file() else None))
+    cuda_toolkits, rocm_toolkits = matrix_toolkits(Path(matrix) if matrix else (root / "matrix.yaml" if root and (root / "matrix.yaml").is_file() else None))
     found, upgraded, written = validate(data, cuda_toolkits, rocm_toolkits)
     if root is not None and layout and upgraded is not None:
         found += check_layout(root, upgraded, file)
@@ -178,9 +178,9 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
     return Project(config=config, build_toml=build_toml, root=root), findings
 
 
-def require_project(path: Path) -> Project:
+def require_project(path: Path, matrix: Path | None = None) -> Project:
     """Load a project folder for a later stage; errors stop the command."""
-    project, findings = load_project(path)
+    project, findings = load_project(path, matrix=matrix)
     if project is None or has_errors(findings):
         raise ProjectError(
             "the project has errors:\n" + render_human([f for f in findings if f.severity is Severity.ERROR]),

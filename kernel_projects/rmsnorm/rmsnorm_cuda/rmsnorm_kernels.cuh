@@ -181,18 +181,17 @@ inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
 inline int max_threads_for(int vpt) { return vpt <= 2 ? 1024 : (vpt == 4 ? 512 : 256); }
 
-// Launch shape for register-resident rows. A row is spread over 2 to 4 warps
-// with up to 8 vectors (128 bytes) in flight per thread; short rows pack
-// several rows into a block so that a block keeps 128+ threads.
+// Launch shape for register-resident rows: the fewest vectors per thread that
+// keep a row within 512 threads (measured on an H100: one 16-byte vector per
+// thread up to 4096 bf16 elements beat 2-8 vectors per thread with fewer
+// threads, most at small row counts; see benchmarks/NOTES.md). Rows shorter
+// than 128 threads share a block.
 inline Launch choose_launch(int vectors) {
   for (int vpt : {1, 2, 4, 8}) {
     const int tpr = round_up((vectors + vpt - 1) / vpt, 32);
-    if (tpr <= 128 && tpr <= max_threads_for(vpt)) {
-      return {vpt, tpr, tpr >= 128 ? 1 : 128 / tpr};
-    }
+    if (tpr <= 512 && tpr <= max_threads_for(vpt)) return {vpt, tpr, tpr >= 128 ? 1 : 128 / tpr};
   }
-  const int tpr = round_up((vectors + 7) / 8, 32);
-  return {8, tpr, 1};
+  return {8, round_up((vectors + 7) / 8, 32), 1};
 }
 
 template <typename T, int VEC, int VPT, bool RES>

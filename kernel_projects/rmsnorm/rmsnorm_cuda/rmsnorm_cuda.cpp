@@ -1,4 +1,5 @@
-// Host side of the CUDA RMSNorm: argument checks, choice of kernel and launch shape.
+// Torch side of the CUDA RMSNorm: argument checks, outputs, stream. Plain C++ (no
+// device code), so torch headers are compiled once, by the host compiler.
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/all.h>

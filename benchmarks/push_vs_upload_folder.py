@@ -1,0 +1,89 @@
+"""Push time vs huggingface_hub's `upload_folder` of the same build folder to
+the same Hub-compatible server (127.0.0.1), and the bytes each sends on an
+unchanged re-push (request bodies counted at the server).
+
+    .venv/bin/python benchmarks/push_vs_upload_folder.py [PROJECT]
+
+PROJECT must hold a built build/ (default: kernel_projects/rmsnorm). Both
+tools run in a fresh process, as a user would run them; numbers are the
+median of --repeat runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from publisher.hub.server import HubServer, ServerConfig
+
+TOKEN = "hf_" + "B" * 34
+
+UPLOAD = """
+import sys
+from huggingface_hub import HfApi
+api = HfApi()
+repo, folder = sys.argv[1], sys.argv[2]
+api.create_repo(repo, repo_type="kernel", exist_ok=True)
+api.create_branch(repo, branch="v1", repo_type="kernel", exist_ok=True)
+api.upload_folder(repo_id=repo, folder_path=folder, path_in_repo="build", repo_type="kernel", revision="v1",
+                  ignore_patterns=[".publisher/*", ".publisher/**"])
+"""
+
+
+def _timed(argv: list[str], env: dict) -> float:
+    start = time.perf_counter()
+    result = subprocess.run(argv, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"{argv[:4]} failed:\n{result.stderr[-2000:]}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("project", nargs="?", default="kernel_projects/rmsnorm")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    project = Path(args.project).resolve()
+    build = project / "build"
+    files = [p for p in build.rglob("*") if p.is_file() and ".publisher" not in p.parts and "__pycache__" not in p.parts]
+    size = sum(p.stat().st_size for p in files)
+
+    with tempfile.TemporaryDirectory() as data:
+        server = HubServer(Path(data), ServerConfig(tokens={TOKEN: "write"})).start()
+        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
+        env.update(HF_ENDPOINT=server.url, HF_HUB_DISABLE_XET="1", HF_TOKEN=TOKEN, HF_HOME=str(Path(data) / "home"))
+        rows = {"publisher push": ([], [], []), "upload_folder": ([], [], [])}
+        for _ in range(args.repeat):
+            for tool in rows:
+                repo = f"bench{uuid.uuid4().hex[:6]}/{project.name}"
+                if tool == "publisher push":
+                    argv = [sys.executable, "-m", "publisher", "push", repo, str(project), "--allow-untested",
+                            "--no-card"]
+                else:
+                    argv = [sys.executable, "-c", UPLOAD, repo, str(build)]
+                first = _timed(argv, env)
+                server.state.reset_stats()
+                again = _timed(argv, env)
+                rows[tool][0].append(first)
+                rows[tool][1].append(again)
+                rows[tool][2].append(server.state.stats()["bytes_in_total"])
+        server.close()
+
+    print(f"{project.name}: {len(files)} files, {size / 1024:.1f} KiB in build/; server on 127.0.0.1; "
+          f"median of {args.repeat}")
+    print(f"{'tool':<16} {'first push (s)':>15} {'unchanged re-push (s)':>22} {'re-push bytes sent':>19}")
+    for tool, (first, again, sent) in rows.items():
+        print(f"{tool:<16} {statistics.median(first):>15.2f} {statistics.median(again):>22.2f} "
+              f"{int(statistics.median(sent)):>19}")
+
+
+if __name__ == "__main__":
+    main()

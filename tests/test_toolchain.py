@@ -1,0 +1,78 @@
+"""Toolchains: the running interpreter as is (--local), cached environments,
+and a clear reason when a toolchain cannot be obtained here."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from publisher.build.backend import ToolchainUnavailable
+from publisher.toolchain import cache_root, ensure_packages, ensure_toolchain
+from publisher.toolchain_spec import ToolchainSpec
+
+TORCH = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+
+
+def _spec(**kw) -> ToolchainSpec:
+    base = dict(torch=TORCH, compute="cpu", platform="x86_64-linux", index_url=None,
+                torch_requirement=f"torch=={torch.__version__}")
+    base.update(kw)
+    return ToolchainSpec(**base)
+
+
+def test_local_interpreter_is_used_as_is():
+    tc = ensure_toolchain(_spec(python=sys.executable))
+    assert tc.env_dir is None and tc.python == sys.executable
+    assert tc.torch_version == torch.__version__
+    assert (Path(tc.torch_dir) / "include" / "torch" / "library.h").is_file()
+    assert Path(tc.python_include, "Python.h").is_file()
+    assert tc.nvcc is None
+
+
+def test_local_interpreter_with_other_torch_is_refused():
+    with pytest.raises(ToolchainUnavailable, match="the variant needs torch 2.1$"):
+        ensure_toolchain(_spec(torch="2.1", python=sys.executable))
+
+
+def test_local_cpu_torch_cannot_build_cuda():
+    with pytest.raises(ToolchainUnavailable, match="built for CUDA none, the variant needs CUDA 13.0"):
+        ensure_toolchain(_spec(compute="cu130", python=sys.executable))
+
+
+@pytest.mark.parametrize(
+    "spec, reason",
+    [
+        (dict(platform="aarch64-darwin"), "aarch64-darwin toolchains cannot run on this x86_64-linux host"),
+        (dict(compute="rocm71"), "ROCm hipcc"),
+        (dict(compute="xpu20253"), "oneAPI"),
+    ],
+)
+def test_unobtainable_toolchains_say_why(spec, reason, tmp_path, monkeypatch):
+    monkeypatch.setenv("PUBLISHER_CACHE_DIR", str(tmp_path))
+    with pytest.raises(ToolchainUnavailable, match=reason):
+        ensure_toolchain(_spec(**spec))
+    assert not (tmp_path / "toolchains").exists() or not any((tmp_path / "toolchains").iterdir())
+
+
+def test_cache_folder_follows_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("PUBLISHER_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_root() == tmp_path / "xdg" / "publisher" / "toolchains"
+    monkeypatch.setenv("PUBLISHER_CACHE_DIR", str(tmp_path / "own"))
+    assert cache_root() == tmp_path / "own" / "toolchains"
+
+
+def test_extra_packages_on_a_foreign_interpreter_are_checked_not_installed():
+    tc = ensure_toolchain(_spec(python=sys.executable))
+    ensure_packages(tc, ["torch", "ninja"])
+    with pytest.raises(ToolchainUnavailable, match="lacks surely-not-a-package-xyz"):
+        ensure_packages(tc, ["surely-not-a-package-xyz==1.0"])
+
+
+@pytest.mark.slow
+def test_uninstallable_torch_is_unavailable_and_leaves_no_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("PUBLISHER_CACHE_DIR", str(tmp_path))
+    with pytest.raises(ToolchainUnavailable, match="could not install"):
+        ensure_toolchain(_spec(torch="2.13", torch_requirement="torch==0.0.1"))
+    assert [p.name for p in (tmp_path / "toolchains").iterdir() if not p.name.endswith(".lock")] == []
