@@ -8,6 +8,7 @@ compiler driver needs) or raises `ToolchainUnavailable` with the reason."""
 from __future__ import annotations
 
 import fcntl
+import importlib.metadata
 import json
 import os
 import platform
@@ -370,8 +371,6 @@ def _cxx_version(cxx: str) -> str:
 
 def _interpreter_identity(python: str) -> str:
     """Cheap identity of an existing interpreter: its path and torch's install record."""
-    import importlib.metadata
-
     if os.path.abspath(python) == os.path.abspath(sys.executable):
         try:
             torch_version = importlib.metadata.version("torch")

@@ -6,13 +6,15 @@
 #
 # BUILD_DIR defaults to kernel_projects/rmsnorm/build (carry it to the device).
 # Wheels in .whl/ (the `kernels` client, which the GPU image lacks) are installed
-# first. Logs, results.json and rmsnorm.png go to $OUT (or ./gpu-bench-out).
+# first. Logs, results.json and rmsnorm.png go to $OUT (or /tmp/gpu-bench-out).
+# With the device tool: run(command="bash scripts/gpu_bench.sh kernel_projects/rmsnorm/build",
+#                           carry=["kernel_projects/rmsnorm/build", ".whl"]).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 project=$root/kernel_projects/rmsnorm
 build=$(cd "${1:-$project/build}" && pwd) || { echo "no build folder: ${1:-$project/build}" >&2; exit 2; }
 shift || true
-out=${OUT:-$root/gpu-bench-out}
+out=${OUT:-/tmp/gpu-bench-out}
 mkdir -p "$out"
 
 if ls "$root"/.whl/*.whl >/dev/null 2>&1; then

@@ -57,15 +57,11 @@ device() {
     --target "${SITE:-/tmp/publisher-site}" "$CARRY"/whl/*.whl
   export PYTHONPATH="${SITE:-/tmp/publisher-site}:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
   export PYTHONUNBUFFERED=1
-  rm -rf "$project/build"
-  mkdir -p "$project/build"
-  cp -a "$CARRY"/build/* "$project/build/"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-  local rc=0
-  python3 -m publisher test "$project" --require-gpu --json >"${OUT:-/tmp}/gpu-test.json" || rc=$?
-  cat "${OUT:-/tmp}/gpu-test.json"
-  cp "$project/build/.publisher/test-report.json" "${OUT:-/tmp}/" || true
-  cp "$project"/build/.publisher/logs/*.test.log "${OUT:-/tmp}/" || true
+  local rc=0 out="${OUT:-/tmp}"
+  python3 -m publisher test "$project" --build-dir "$CARRY/build" --require-gpu --all-tests --json >"$out/gpu-test.json" || rc=$?
+  cat "$out/gpu-test.json"
+  cp "$CARRY/build/.publisher/test-report.json" "$CARRY"/build/.publisher/logs/*.test.log "$out/" || true
   echo "publisher test exit code: $rc"
   return "$rc"
 }

@@ -76,9 +76,13 @@ def test_local_build_loads_caches_and_rebuilds_incrementally(tmp_path):
     second = _json(publisher("build", str(project), "--local", "--json"))
     assert _states(second) == {CPU_VARIANT: "cached"}
 
-    # one source changed: only that object is recompiled, then relinked
+    # The first edit makes the tree dirty: the ops id becomes <rev>_dirty and
+    # everything recompiles. From then on, one changed source recompiles only
+    # that object, then relinks.
     scale = project / "scale_cpu" / "scale.cpp"
     scale.write_text(scale.read_text().replace("src[i] * factor", "factor * src[i]"))
+    assert _states(_json(publisher("build", str(project), "--local", "--json"))) == {CPU_VARIANT: "built"}
+    scale.write_text(scale.read_text().replace("factor * src[i]", "factor * src[i] + 0.0f"))
     third = _json(publisher("build", str(project), "--local", "--json"))
     assert _states(third) == {CPU_VARIANT: "built"}
     log = Path(third["variants"][0]["log"]).read_text()

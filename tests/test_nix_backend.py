@@ -4,10 +4,13 @@ they evaluate and build offline) that expose kernel-builder's attributes:
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import platform
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -59,10 +62,11 @@ NIX_LIB = r"""
     builder = "/bin/sh";
     PATH = "/usr/bin:/bin";
     nonce = "@NONCE@";  # fresh derivations per test: the store keeps old results
-    initPy = "def scale(x):\n    return 3 * x\n";
+    initPy = ''@INIT_PY@'';
     metadata = builtins.toJSON {
       name = kname; id = "_nixdemo_cpu_0123abc"; version = 1; license = "Apache-2.0";
       python-depends = []; backend = { type = "cpu"; archs = []; };
+      digest = { algorithm = "sha256"; files = { "__init__.py" = "@INIT_DIGEST@"; }; };
     };
     args = [ "-c" (''
       echo "compiling ${variant} step 1"
@@ -130,9 +134,13 @@ FAKE_KERNEL_BUILDER = """
 """
 
 
+INIT_PY = "def scale(x):\n    return 3 * x\n"
+
+
 def _fill(template: str) -> str:
-    nonce = uuid.uuid4().hex
-    return template.replace("@LIB@", NIX_LIB).replace("@SYSTEM@", SYSTEM).replace("@NONCE@", nonce)
+    digest = base64.b64encode(hashlib.sha256(INIT_PY.encode()).digest()).decode()
+    lib = NIX_LIB.replace("@INIT_PY@", INIT_PY).replace("@INIT_DIGEST@", digest)
+    return template.replace("@LIB@", lib).replace("@SYSTEM@", SYSTEM).replace("@NONCE@", uuid.uuid4().hex)
 
 
 def _project(tmp_path: Path, flake: str | None = PROJECT_FLAKE) -> Path:
@@ -244,7 +252,8 @@ def test_bundle_mode_builds_the_bundle_once_for_every_variant(tmp_path):
     finally:
         backend.close()
     assert sum("bundle> bundling" in l for l in lines) == 1
-    assert "#bundle" in first.log.read_text() and "#bundle" not in second.log.read_text()
+    assert "$ nix build" in first.log.read_text() and "#bundle" in first.log.read_text()
+    assert "$ nix build" not in second.log.read_text() and "from the bundle" in second.log.read_text()
     for request in (first, second):
         assert read_metadata(request.stage_dir)["id"] == "_nixdemo_cpu_0123abc"
 
@@ -280,6 +289,20 @@ def test_the_author_template_in_nix_folder_builds_when_copied_into_a_project(tmp
         backend.close()
     assert read_metadata(request.stage_dir)["name"] == "nixdemo"
     assert not (root / "flake.lock").exists()  # the project is not modified
+
+
+def test_publisher_build_with_the_nix_backend_builds_validates_and_keeps_going(tmp_path):
+    root = _project(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "publisher", "build", str(root), "--backend", "nix", "--json"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 1, result.stderr  # torch-cuda's derivation fails on purpose
+    states = {v["variant"]: v for v in json.loads(result.stdout)["variants"]}
+    assert states["torch-cpu"]["state"] == "built" and states["torch-cpu"]["backend"] == "nix"
+    assert states["torch-cuda"]["state"] == "failed" and "kaboom" in states["torch-cuda"]["error"]
+    assert sorted(p.name for p in (root / "build").iterdir() if not p.name.startswith(".")) == ["torch-cpu"]
+    assert "torch-cpu> compiling torch-cpu step 2" in Path(states["torch-cpu"]["log"]).read_text()
 
 
 def test_a_flake_git_does_not_track_is_refused_with_the_fix(tmp_path):

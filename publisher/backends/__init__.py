@@ -17,7 +17,8 @@ BACKENDS = {
 }
 
 
-def get_backend(name: str) -> Backend:
+def get_backend(name: str, **settings) -> Backend:
+    """`settings` go to the backend's constructor (each backend documents its own)."""
     if name not in BACKENDS:
         raise UsageError(f"unknown build backend {name!r}", f"use one of: {', '.join(BACKENDS)}")
     module_name, class_name = BACKENDS[name]
@@ -27,4 +28,4 @@ def get_backend(name: str) -> Backend:
         if err.name != module_name:
             raise
         raise UsageError(f"the {name} backend is not available in this installation") from None
-    return getattr(module, class_name)()
+    return getattr(module, class_name)(**settings)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -45,14 +46,15 @@ class NixBackend:
     ):
         """`bundle`: build `.#bundle` once instead of one attribute per variant.
         `kernel_builder`: flake URL that replaces the `kernel-builder` input
-        (e.g. a local checkout when GitHub is out of reach)."""
+        (e.g. a local checkout when GitHub is out of reach; default:
+        $PUBLISHER_NIX_KERNEL_BUILDER)."""
         if project.root is None:
             raise ProjectError("the nix backend needs a project folder, not a lone build.toml")
         self.project = project
         self.bundle = bundle
-        self.kernel_builder = kernel_builder
+        self.kernel_builder = kernel_builder or os.environ.get("PUBLISHER_NIX_KERNEL_BUILDER")
         self.nix = nix
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._scratch: Path | None = None
         self._flake: str | None = None
         self._variants: tuple[str, ...] | None = None
@@ -159,9 +161,8 @@ class NixBackend:
         with self._lock:
             if self._variants is None:
                 ref = self._flake_ref()
-                if ref.startswith("path:") and not (self.project.root / "flake.nix").exists():
-                    with open(request.log, "a") as fh:
-                        fh.write(f"no flake.nix in {self.project.root}: using the kernel-builder template ({ref})\n")
+                if not (self.project.root / "flake.nix").exists():
+                    _note(request, None, f"no flake.nix in {self.project.root}: using kernel-builder's template ({ref})")
                 result = self._nix(
                     ["eval", "--json", f"{ref}#redistributable", "--apply", "builtins.attrNames"],
                     request,
@@ -178,7 +179,7 @@ class NixBackend:
             if self._bundle_out is None:
                 self._bundle_out = self._nix_build("bundle", self._scratch_dir() / "result-bundle", request, on_line)
             else:
-                on_line(f"taking {request.planned.name} from the bundle built earlier ({self._bundle_out})")
+                _note(request, on_line, f"taking {request.planned.name} from the bundle built earlier ({self._bundle_out})")
             return self._bundle_out
 
     def _nix_build(self, attr: str, link: Path, request: BuildRequest, on_line: LineSink) -> Path:
@@ -212,6 +213,13 @@ class NixBackend:
 
 def _wrapper_template() -> str:
     return resources.files("publisher.resources").joinpath("nix/wrapper-flake.nix").read_text()
+
+
+def _note(request: BuildRequest, on_line: LineSink | None, text: str) -> None:
+    with open(request.log, "a", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    if on_line:
+        on_line(text)
 
 
 def _copy_writable(source: Path, dest: Path) -> None:

@@ -31,6 +31,7 @@ from publisher.project.model import Project
 from publisher.ui import Progress
 
 GIB = 1024**3
+UNAVAILABLE_TTL = 3600  # seconds an unavailable toolchain is not retried (--force retries)
 NVCC_BYTES = 3 * GIB  # one nvcc process peaks at ~2-4 GiB
 CXX_BYTES = 1 * GIB
 
@@ -48,10 +49,12 @@ class VariantResult:
     backend: str = ""
     log: str = ""
     toolchain: dict = field(default_factory=dict)
+    at: float = field(default_factory=time.time)  # when this result was established
 
     def report_entry(self) -> dict:
         return {
             "state": self.state,
+            "at": round(self.at, 3),
             "fingerprint": self.fingerprint,
             "inputs": self.inputs,
             "seconds": round(self.seconds, 3),
@@ -182,19 +185,24 @@ class Scheduler:
                 raise BuildFailed(f"ABI: {abi.violations[0]}")
             target = self.build_dir / name
             staging.promote(stage, target)
-            res = replace(base, state="built", abi=abi, toolchain=outcome.toolchain,
+            # the toolchain may have been created by this build: key the cache on what it is now
+            key = input_key(self.project, planned, self.options, self.backend.name,
+                            self.backend.input_identity(planned), self._sources, self._unique)
+            res = replace(base, state="built", inputs=key, abi=abi, toolchain=outcome.toolchain,
                           fingerprint=state.variant_fingerprint(target))
         except ToolchainUnavailable as err:
             _append(log, f"toolchain unavailable: {err.reason}")
             res = replace(base, state="unavailable", reason=err.reason)
         except BuildFailed as err:
             _append(log, f"build failed: {err.first_error}")
-            res = replace(base, state="cancelled" if self.cancel.is_set() else "failed", error=err.first_error)
+            res = replace(base, state="failed", error=err.first_error)
         except Exception as err:  # a bug or an unexpected environment: keep going, keep the traceback
             _append(log, traceback.format_exc())
             res = replace(base, state="failed", error=f"{type(err).__name__}: {err}")
         finally:
             staging.discard(stage)
+        if self.cancel.is_set() and res.state != "built":  # killed by Ctrl-C / --fail-fast, not a verdict
+            res = replace(res, state="cancelled")
         return self._finish(replace(res, seconds=time.monotonic() - t0))
 
     def _cached(self, planned: PlannedVariant, key: str) -> VariantResult | None:
@@ -202,7 +210,12 @@ class Scheduler:
             return None
         entry = self._report["variants"].get(planned.name) or {}
         target = self.build_dir / planned.name
-        if entry.get("inputs") != key or entry.get("state") not in ("built", "cached"):
+        if entry.get("inputs") != key:
+            return None
+        if entry.get("state") == "unavailable" and time.time() - entry.get("at", 0) < UNAVAILABLE_TTL:
+            # obtaining a toolchain can take seconds (index timeouts); do not retry on every run
+            return VariantResult(planned.name, "unavailable", inputs=key, reason=entry.get("reason"), at=entry["at"])
+        if entry.get("state") not in ("built", "cached"):
             return None
         if not (target / METADATA).is_file() or state.variant_fingerprint(target) != entry.get("fingerprint"):
             return None

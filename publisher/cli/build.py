@@ -36,8 +36,14 @@ from publisher.ui import PlainLines, make_progress, render_summary
 @json_flag
 @click.option("--matrix", "matrix_file", type=click.Path(path_type=Path), help="Matrix file (default: the project's or publisher's).")
 @click.option("--out", type=click.Path(path_type=Path), help="Build folder (default: PATH/build).")
+@click.option("--base-image", help="docker: image the builder is made from (default: $PUBLISHER_DOCKER_BASE_IMAGE, else manylinux_2_28).")
+@click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="docker: CA bundle for downloads inside the build (default: the host's).")
+@click.option("--index-url", help="docker: package index for toolchains (default: the host's pip settings).")
+@click.option("--extra-index-url", "extra_index_urls", multiple=True, help="docker: another package index.")
+@click.option("--nix-bundle", is_flag=True, help="nix: build the flake's `bundle` once instead of one attribute per variant.")
 def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, only_failed, force, debug, strict,
-            as_json, matrix_file, out) -> int:
+            as_json, matrix_file, out, base_image, ca_bundle, index_url, extra_index_urls, nix_bundle) -> int:
     """Build the variants of the kernel project at PATH."""
     project = require_project(path)
     build_dir = (Path(out) if out else Path(path) / "build").resolve()
@@ -54,7 +60,8 @@ def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, on
         raise UsageError("no variant to build", f"run `publisher matrix {path}` to see why each cell is left out")
     jobs, cores = default_budget(chosen, jobs, cores)
     options = BuildOptions(debug=debug, jobs=jobs, cores=cores, strict=strict, force=force)
-    backend = get_backend(backend_name)
+    backend = get_backend(backend_name, **_backend_settings(
+        backend_name, project, matrix_file, base_image, ca_bundle, index_url, tuple(extra_index_urls), nix_bundle))
     progress = PlainLines(sys.stderr) if as_json else make_progress()
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -69,6 +76,17 @@ def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, on
         click.echo(render_summary(rows))
         click.echo(f"logs: {state.logs_dir(build_dir)}")
     return EXIT_FAILED if any(r.state in ("failed", "cancelled") for r in results) else 0
+
+
+def _backend_settings(name, project, matrix_file, base_image, ca_bundle, index_url, extra_index_urls,
+                      nix_bundle) -> dict:
+    """The options only one backend reads, for its constructor."""
+    if name == "docker":
+        return {"base_image": base_image, "ca_bundle": ca_bundle, "index_url": index_url,
+                "extra_index_urls": extra_index_urls, "matrix_file": matrix_file}
+    if name == "nix":
+        return {"project": project, "bundle": nix_bundle}
+    return {}
 
 
 def _interrupt(signum, frame) -> None:

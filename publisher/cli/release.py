@@ -41,7 +41,7 @@ def _step(title: str) -> None:
 @click.option("--dry-run", is_flag=True, help="Stop at the push plan; change nothing on the Hub.")
 @click.pass_context
 def command(ctx: click.Context, path: Path, repo: str, local: bool, include, skip, allow_untested: bool,
-            repo_id, require_gpu, timeout, test_timeout, matrix_file, endpoint, private, dry_run) -> int:
+            repo_id, require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private, dry_run) -> int:
     """Check, build, test and publish the kernel project in PATH."""
     _step("check")
     if ctx.invoke(check_cli.command, path=path, fmt="human", config_only=False, quiet=True, matrix_file=matrix_file):
@@ -58,7 +58,7 @@ def command(ctx: click.Context, path: Path, repo: str, local: bool, include, ski
     run = run_tests(
         project, Path(path) / "build", include=include, skip=skip, matrix_path=matrix_file,
         options=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout,
-                            require_gpu=require_gpu),
+                            require_gpu=require_gpu, all_tests=all_tests),
         on_progress=lambda line: click.echo(line, err=True),
     )
     echo_run(run, as_json=False)

@@ -20,6 +20,7 @@ def test_options(f):
         click.option("--repo-id", help="Repo id the project's tests load with get_kernel (default: [general.hub] repo-id, else the one the tests name)."),
         click.option("--require-gpu", is_flag=True, help="A variant whose accelerator is missing here fails instead of 'loaded, not run'."),
         click.option("--timeout", type=float, default=1800, show_default=True, help="Seconds for all tests of one variant."),
+        click.option("--all-tests", is_flag=True, help="Run all of tests/, not only the tests marked kernels_ci."),
         click.option("--test-timeout", type=float, default=300, show_default=True, help="Seconds for one test (needs pytest-timeout in the environment)."),
     ]):
         f = option(f)
@@ -52,7 +53,7 @@ def echo_run(run: TestRun, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
 @click.option("-v", "--verbose", is_flag=True, help="Stream the tests' output.")
 @click.pass_context
-def command(ctx: click.Context, path: Path, include, skip, repo_id, require_gpu, timeout, test_timeout,
+def command(ctx: click.Context, path: Path, include, skip, repo_id, require_gpu, timeout, all_tests, test_timeout,
             build_dir, matrix_file, as_json, verbose) -> None:
     """Test the variants built in PATH/build/ and record the results."""
     project = require_project(path)
@@ -61,7 +62,8 @@ def command(ctx: click.Context, path: Path, include, skip, repo_id, require_gpu,
         build_dir or Path(path) / "build",
         include=include,
         skip=skip,
-        options=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout, require_gpu=require_gpu),
+        options=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout, require_gpu=require_gpu,
+                            all_tests=all_tests),
         matrix_path=matrix_file,
         on_progress=lambda line: click.echo(line, err=True),
         on_output=(lambda line: click.echo(line, err=True)) if verbose else None,

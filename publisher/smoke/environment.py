@@ -6,11 +6,13 @@ with `kernels` and `pytest` added."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
+from publisher import runner
 from publisher.errors import EnvironmentProblem
 from publisher.plan import PlannedVariant, host_platform
 from publisher.variants import Variant
@@ -21,6 +23,8 @@ REQUIRED_MODULES = ("kernels", "pytest")
 
 @dataclass(frozen=True)
 class TestEnvironment:
+    __test__ = False  # not a pytest test class
+
     python: str
     origin: str  # shown to the user: where the interpreter comes from
 
@@ -97,6 +101,38 @@ def select_environment(
         )
     from publisher.toolchain import ensure_packages, ensure_toolchain
 
-    toolchain = ensure_toolchain(planned.toolchain, on_line)
+    toolchain = None
+    if variant.framework == "torch-noarch":
+        # Any torch of the right backend runs a Python-only kernel: reuse an environment
+        # that exists rather than download the plan's.
+        toolchain = next((t for t in _recorded_toolchains() if can_load(variant, _probe(t.python), host_platform())), None)
+    toolchain = toolchain or ensure_toolchain(planned.toolchain, on_line)
     ensure_packages(toolchain, list(TEST_PACKAGES), on_line)
-    return TestEnvironment(str(toolchain.python), f"toolchain {planned.toolchain.key}")
+    return TestEnvironment(str(toolchain.python), f"toolchain {toolchain.key}")
+
+
+def _recorded_toolchains() -> list:
+    """Toolchain environments publisher created earlier (newest torch first)."""
+    from publisher.toolchain import Toolchain, cache_root
+
+    found = []
+    for record in sorted(cache_root().glob("*/toolchain.json"), reverse=True):
+        try:
+            data = json.loads(record.read_text())
+            data.pop("format", None)
+            data.update(include_dirs=tuple(data["include_dirs"]), library_dirs=tuple(data["library_dirs"]))
+            found.append(Toolchain(**data))
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+    return found
+
+
+def _probe(python: str) -> dict:
+    """What torch `python` has (publisher.toolchain_probe: reads files, imports nothing heavy)."""
+    from publisher import toolchain_probe
+
+    result = runner.run([python, toolchain_probe.__file__], timeout=120)
+    try:
+        return json.loads(result.output.strip().splitlines()[-1]) if result.ok else {}
+    except (ValueError, IndexError):
+        return {}

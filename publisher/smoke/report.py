@@ -10,7 +10,6 @@ from pathlib import Path
 
 from publisher.secrets import redact
 
-STATUSES = ("passed", "failed", "loaded-not-run", "error")
 DEVICE_KEYS = ("gpu", "driver", "torch", "cuda", "platform", "python")
 TAIL_LINES = 60
 TAIL_CHARS = 6000
@@ -115,7 +114,7 @@ def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
 @dataclass(frozen=True)
 class VariantTestResult:
     variant: str
-    status: str  # one of STATUSES
+    status: str  # passed | failed | loaded-not-run | error
     fingerprint: str | None
     on_hardware: bool
     device: dict = field(default_factory=dict)

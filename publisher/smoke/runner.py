@@ -37,10 +37,13 @@ _DEVICE_RE = re.compile(r"^PUBLISHER_DEVICE (\{.*\})$", re.M)
 
 @dataclass(frozen=True)
 class TestOptions:
+    __test__ = False  # not a pytest test class
+
     repo_id: str | None = None  # --repo-id, else [general.hub] repo-id, else found in tests/
     timeout: float = 1800.0  # the whole variant (subprocess), seconds
     test_timeout: float = 300.0  # one test (pytest-timeout, when installed), seconds
     require_gpu: bool = False
+    all_tests: bool = False  # run all of tests/, not only the kernels_ci-marked tests
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,13 @@ def _prepare(tmp: Path, target: VariantUnderTest, options: TestOptions) -> None:
     if target.tests_dir is not None:
         shutil.copytree(target.tests_dir, tmp / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     else:
-        (tmp / "tests").mkdir()
-        shutil.copyfile(HERE / "default_test.py", tmp / "tests" / "test_publisher_smoke.py")
+        _use_default_test(tmp)
+
+
+def _use_default_test(tmp: Path) -> None:
+    shutil.rmtree(tmp / "tests", ignore_errors=True)
+    (tmp / "tests").mkdir()
+    shutil.copyfile(HERE / "default_test.py", tmp / "tests" / "test_publisher_smoke.py")
 
 
 def _probe(env: TestEnvironment, child_env: dict, cwd: Path, log: Path) -> tuple[dict | None, str]:
@@ -106,10 +114,10 @@ def _read_json(path: Path) -> dict:
         return {}
 
 
-def _pytest_argv(env: TestEnvironment, tmp: Path, target: VariantUnderTest, load_only: bool) -> list[str]:
+def _pytest_argv(env: TestEnvironment, tmp: Path, target: VariantUnderTest, load_only: bool, all_tests: bool) -> list[str]:
     argv = [env.python, "-m", "pytest", "tests", "-p", "no:cacheprovider", "--rootdir", str(tmp),
             "-c", str(tmp / "pytest.ini"), "-rfE", "--tb=short", "--disable-warnings", "-q"]
-    if target.tests_dir is not None and not load_only and _uses_ci_marker(tmp / "tests"):
+    if target.tests_dir is not None and not load_only and not all_tests and _uses_ci_marker(tmp / "tests"):
         argv += ["-m", "kernels_ci"]
     return argv
 
@@ -134,7 +142,7 @@ def _failure_reason(result: runner.RunResult, events: report.EventSummary, optio
     return f"{events.counts.failed + events.counts.errors} test(s) failed: {failing}" if failing else result.first_error_line()
 
 
-def test_variant(
+def run_variant(
     target: VariantUnderTest,
     env: TestEnvironment,
     build_dir: Path,
@@ -184,19 +192,16 @@ def test_variant(
             load_only = not probed["accelerators"].get(accelerator, False)
         if load_only:
             child_env["PUBLISHER_TEST_LOAD_ONLY"] = "1"
-            if target.tests_dir is not None:
-                shutil.rmtree(tmp / "tests")
-                (tmp / "tests").mkdir()
-                shutil.copyfile(HERE / "default_test.py", tmp / "tests" / "test_publisher_smoke.py")
+            _use_default_test(tmp)  # the project's tests need the hardware
         child_env["PUBLISHER_TEST_DEVICE_OUT"] = str(tmp / "device.json")
-        argv = _pytest_argv(env, tmp, target, load_only)
+        argv = _pytest_argv(env, tmp, target, load_only, options.all_tests)
         run = runner.run(argv, cwd=tmp, env=child_env, log=log, on_line=on_line, timeout=options.timeout)
         events = report.read_events(tmp / "events.jsonl")
         device = _read_json(tmp / "device.json") or probed or {}
         common = dict(device=device, tests=events.counts, output_tail=report.tail(run.output))
         if run.ok and load_only:
             return result("loaded-not-run", on_hardware=False,
-                          reason=f"loaded, not run: no {accelerator.upper()} device here", **common)
+                          reason=f"no {accelerator.upper()} device here: imported and op registration checked, tests not run", **common)
         if run.ok:
             return result("passed", on_hardware=True, **common)
         if run.returncode == 5 and not run.timed_out:

@@ -19,7 +19,7 @@ from publisher.plan import PlannedVariant
 from publisher.project.model import Project
 from publisher.smoke.environment import select_environment
 from publisher.smoke.report import VariantTestResult
-from publisher.smoke.runner import TestOptions, VariantUnderTest, test_variant
+from publisher.smoke.runner import TestOptions, VariantUnderTest, run_variant
 from publisher.variants import Variant
 
 Sink = Callable[[str], None]
@@ -27,6 +27,8 @@ Sink = Callable[[str], None]
 
 @dataclass(frozen=True)
 class TestRun:
+    __test__ = False  # not a pytest test class
+
     results: tuple[VariantTestResult, ...]
     report_path: Path
     require_gpu: bool
@@ -103,14 +105,14 @@ def run_tests(
             results.append(_not_testable(name, variant_dir, build_dir, "the variant folder is not a valid build: " + "; ".join(check.problems[:3])))
         else:
             try:
-                env = select_environment(Variant.parse(name), plan().get(name), on_progress)
+                env = select_environment(Variant.parse(name), plan().get(name), lambda line: on_progress("    " + line))
             except (PublisherError, ToolchainUnavailable) as err:
                 reason = getattr(err, "reason", None) or getattr(err, "message", str(err))
                 results.append(_not_testable(name, variant_dir, build_dir, f"no test environment: {reason}"))
             else:
                 on_progress(f"  with {env.python} ({env.origin})")
                 target = VariantUnderTest(name, variant_dir, project.python_name, tests_dir)
-                results.append(test_variant(target, env, build_dir, replace(options, repo_id=repo_id), on_output))
+                results.append(run_variant(target, env, build_dir, replace(options, repo_id=repo_id), on_output))
         on_progress(f"  {results[-1].status}" + (f": {results[-1].reason}" if results[-1].reason else ""))
         state.update_report(state.test_report_path(build_dir), {name: results[-1].entry()})
     return TestRun(tuple(results), state.test_report_path(build_dir), options.require_gpu)

@@ -1,12 +1,16 @@
 """RMSNorm on a CUDA GPU: our kernel against the transformers-style eager module,
 torch.nn.functional.rms_norm and torch.compile of the eager module.
 
-Each measurement captures one CUDA graph that calls the function once on each
-of K input sets (K chosen so the sets span well over the L2 cache), replays it
-many times and reports the median time per call: GPU time, free of launch gaps
-and of L2 hits a single reused input would get. Every run checks our outputs on
-fresh random inputs against a float64 reference, with the output memory
-poisoned first. Needs LOCAL_KERNELS (or the Hub) to resolve the kernel.
+Each contender gets one CUDA graph that calls it once on each of the same K
+input sets (K chosen so the sets span well over the L2 cache); the graphs of
+all contenders for a shape are replayed in turns, in a new random order each
+round, and each reports its median time per call: GPU time, free of launch gaps
+and of L2 hits a single reused input would get, with clock drift shared by all.
+Our kernel is timed twice (ours, ours2: the spread between the two is the
+noise) and once with programmatic dependent launch off (RMSNORM_PDL=0), so the
+gain from overlapping consecutive launches shows separately. Every run checks
+our outputs on fresh random inputs against a float64 reference, with the output
+memory poisoned first. Needs LOCAL_KERNELS (or the Hub) to resolve the kernel.
 
     python benchmarks/benchmark.py [--dtypes bfloat16,float16,float32] [--out DIR] [--tune]
 """
@@ -16,7 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -54,8 +60,8 @@ def eager_add_rms_norm(x, r, weight):
     return eager_rms_norm(s, weight), s
 
 
-def time_per_call(fn, arg_sets, replays=30):
-    """Median GPU time (µs) of one call, from graph replays over the rotated sets."""
+def capture(fn, arg_sets):
+    """A CUDA graph of one call of fn per argument set (after a warm-up outside it)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -68,16 +74,43 @@ def time_per_call(fn, arg_sets, replays=30):
             fn(*args)
     graph.replay()
     torch.cuda.synchronize()
-    samples = []
+    return graph
+
+
+def time_interleaved(fns, arg_sets, replays=30):
+    """Median GPU time (µs) of one call of each fn in `fns` (name -> fn), from
+    graph replays over the rotated sets, the contenders taking turns."""
+    graphs = {name: capture(fn, arg_sets) for name, fn in fns.items()}
+    samples = {name: [] for name in graphs}
+    order = list(graphs)
     for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1e3 / len(arg_sets))
-    del graph
-    return statistics.median(samples)
+        random.shuffle(order)
+        for name in order:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graphs[name].replay()
+            end.record()
+            end.synchronize()
+            samples[name].append(start.elapsed_time(end) * 1e3 / len(arg_sets))
+    del graphs
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def time_per_call(fn, arg_sets, replays=30):
+    return time_interleaved({"fn": fn}, arg_sets, replays)["fn"]
+
+
+def without_pdl(fn):
+    """fn launched with programmatic dependent launch off (read at launch, so at capture)."""
+
+    def call(*args):
+        os.environ["RMSNORM_PDL"] = "0"
+        try:
+            return fn(*args)
+        finally:
+            del os.environ["RMSNORM_PDL"]
+
+    return call
 
 
 def copy_us(arg_sets):
@@ -147,18 +180,37 @@ def bench_shape(kernel, shape, dtype, compiled_norm, compiled_add):
     sets = make_sets(shape, dtype, 1)
     out_sets = [[x, torch.empty_like(x)] for (x,) in sets]
     row["copy_us"] = copy_us(out_sets)
-    row["ours_us"] = time_per_call(lambda x: kernel.rms_norm(x, w, EPS), sets)
-    row["eager_us"] = time_per_call(lambda x: eager_rms_norm(x, w), sets)
-    row["f_rms_norm_us"] = time_per_call(lambda x: F.rms_norm(x, (hidden,), w, EPS), sets)
-    row["compiled_us"] = time_per_call(lambda x: compiled_norm(x, w), sets)
+    del out_sets
+    ours = lambda x: kernel.rms_norm(x, w, EPS)  # noqa: E731
+    times = time_interleaved(
+        {
+            "ours_us": ours,
+            "ours2_us": ours,
+            "ours_nopdl_us": without_pdl(ours),
+            "eager_us": lambda x: eager_rms_norm(x, w),
+            "f_rms_norm_us": lambda x: F.rms_norm(x, (hidden,), w, EPS),
+            "compiled_us": lambda x: compiled_norm(x, w),
+        },
+        sets,
+    )
+    row.update(times)
     row["bytes"] = (2 * numel + hidden) * esize
-    del sets, out_sets
+    del sets
 
     sets = make_sets(shape, dtype, 2)
-    row["fused_ours_us"] = time_per_call(lambda x, r: kernel.fused_add_rms_norm(x, r, w, EPS), sets)
-    row["fused_unfused_ours_us"] = time_per_call(lambda x, r: kernel.rms_norm(x + r, w, EPS), sets)
-    row["fused_eager_us"] = time_per_call(lambda x, r: eager_add_rms_norm(x, r, w), sets)
-    row["fused_compiled_us"] = time_per_call(lambda x, r: compiled_add(x, r, w), sets)
+    fused = lambda x, r: kernel.fused_add_rms_norm(x, r, w, EPS)  # noqa: E731
+    times = time_interleaved(
+        {
+            "fused_ours_us": fused,
+            "fused_ours2_us": fused,
+            "fused_ours_nopdl_us": without_pdl(fused),
+            "fused_unfused_ours_us": lambda x, r: kernel.rms_norm(x + r, w, EPS),
+            "fused_eager_us": lambda x, r: eager_add_rms_norm(x, r, w),
+            "fused_compiled_us": lambda x, r: compiled_add(x, r, w),
+        },
+        sets,
+    )
+    row.update(times)
     row["fused_bytes"] = (4 * numel + hidden) * esize
     return row
 
@@ -205,19 +257,23 @@ def environment():
 
 
 def table(rows, copy_bw):
+    """ours2: the same kernel timed again (noise); noPDL: ours with RMSNORM_PDL=0; x: speedups of ours."""
     lines = [
-        f"{'shape':>14} {'MiB':>5} {'copy':>6} {'ours':>6} {'eager':>7} {'F.rms':>6} {'compl':>6}"
-        f" {'xEag':>5} {'xF':>5} {'xCmp':>5} {'GB/s':>6} {'%copy':>5} | {'fused':>6} {'unfus':>6} {'eager':>7} {'compl':>6} {'%copy':>5}"
+        f"{'shape':>14} {'MiB':>4} {'copy':>6} {'ours':>6} {'ours2':>6} {'noPDL':>6} {'eager':>7} {'F.rms':>6} {'compl':>6}"
+        f" {'xEag':>5} {'xF':>5} {'xCmp':>5} {'xCmpN':>5} {'%copy':>5} | {'fused':>6} {'noPDL':>6} {'unfus':>6} {'eager':>7}"
+        f" {'compl':>6} {'xCmp':>5} {'xCmpN':>5} {'%copy':>5}"
     ]
     for r in rows:
         gbs = r["bytes"] / r["ours_us"] / 1e3
         fgbs = r["fused_bytes"] / r["fused_ours_us"] / 1e3
         lines.append(
-            f"{'x'.join(map(str, r['shape'])):>14} {r['mib']:5.0f} {r['copy_us']:6.1f} {r['ours_us']:6.1f} {r['eager_us']:7.1f}"
-            f" {r['f_rms_norm_us']:6.1f} {r['compiled_us']:6.1f} {r['eager_us'] / r['ours_us']:5.2f}"
-            f" {r['f_rms_norm_us'] / r['ours_us']:5.2f} {r['compiled_us'] / r['ours_us']:5.2f} {gbs:6.0f}"
-            f" {100 * gbs * 1e9 / copy_bw:5.1f} | {r['fused_ours_us']:6.1f} {r['fused_unfused_ours_us']:6.1f}"
-            f" {r['fused_eager_us']:7.1f} {r['fused_compiled_us']:6.1f} {100 * fgbs * 1e9 / copy_bw:5.1f}"
+            f"{'x'.join(map(str, r['shape'])):>14} {r['mib']:4.0f} {r['copy_us']:6.1f} {r['ours_us']:6.2f} {r['ours2_us']:6.2f}"
+            f" {r['ours_nopdl_us']:6.2f} {r['eager_us']:7.1f} {r['f_rms_norm_us']:6.1f} {r['compiled_us']:6.2f}"
+            f" {r['eager_us'] / r['ours_us']:5.2f} {r['f_rms_norm_us'] / r['ours_us']:5.2f} {r['compiled_us'] / r['ours_us']:5.2f}"
+            f" {r['compiled_us'] / r['ours_nopdl_us']:5.2f} {100 * gbs * 1e9 / copy_bw:5.1f} | {r['fused_ours_us']:6.2f}"
+            f" {r['fused_ours_nopdl_us']:6.2f} {r['fused_unfused_ours_us']:6.1f} {r['fused_eager_us']:7.1f} {r['fused_compiled_us']:6.2f}"
+            f" {r['fused_compiled_us'] / r['fused_ours_us']:5.2f} {r['fused_compiled_us'] / r['fused_ours_nopdl_us']:5.2f}"
+            f" {100 * fgbs * 1e9 / copy_bw:5.1f}"
         )
     return "\n".join(lines)
 
@@ -228,9 +284,14 @@ def summary(rows, copy_bw):
         "mean_speedup_vs_eager": statistics.mean(r["eager_us"] / r["ours_us"] for r in rows),
         "min_speedup_vs_f_rms_norm": min(r["f_rms_norm_us"] / r["ours_us"] for r in rows),
         "min_speedup_vs_compiled": min(r["compiled_us"] / r["ours_us"] for r in rows),
+        "min_speedup_vs_compiled_without_pdl": min(r["compiled_us"] / r["ours_nopdl_us"] for r in rows),
         "min_pct_copy_bw_ge_32mib": min(100 * r["bytes"] / (r["ours_us"] * 1e-6) / copy_bw for r in big) if big else None,
         "mean_fused_speedup_vs_eager": statistics.mean(r["fused_eager_us"] / r["fused_ours_us"] for r in rows),
         "min_fused_speedup_vs_compiled": min(r["fused_compiled_us"] / r["fused_ours_us"] for r in rows),
+        "min_fused_speedup_vs_compiled_without_pdl": min(r["fused_compiled_us"] / r["fused_ours_nopdl_us"] for r in rows),
+        "max_same_kernel_spread_pct": max(
+            100 * abs(r[a] - r[b]) / r[a] for r in rows for a, b in (("ours_us", "ours2_us"), ("fused_ours_us", "fused_ours2_us"))
+        ),
     }
 
 
@@ -244,15 +305,21 @@ def plot(results, path):
     labels = ["x".join(map(str, r["shape"])) for r in rows]
     xs = range(len(rows))
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 8), sharex=True)
-    width = 0.27
-    for i, (key, name) in enumerate([("ours_us", "rmsnorm (this kernel)"), ("f_rms_norm_us", "F.rms_norm"), ("compiled_us", "torch.compile(eager)")]):
-        ax1.bar([x + (i - 1) * width for x in xs], [r["eager_us"] / r[key] for r in rows], width, label=name)
+    width = 0.2
+    contenders = [
+        ("ours_us", "rmsnorm (this kernel)"),
+        ("ours_nopdl_us", "rmsnorm, RMSNORM_PDL=0"),
+        ("f_rms_norm_us", "F.rms_norm"),
+        ("compiled_us", "torch.compile(eager)"),
+    ]
+    for i, (key, name) in enumerate(contenders):
+        ax1.bar([x + (i - 1.5) * width for x in xs], [r["eager_us"] / r[key] for r in rows], width, label=name)
     ax1.axhline(1, color="gray", lw=0.8)
     ax1.set_ylabel("speedup over eager (x)")
     ax1.legend()
     copy_bw = results["copy_bandwidth_gbs"] * 1e9
-    for i, (key, name) in enumerate([("ours_us", "rmsnorm"), ("f_rms_norm_us", "F.rms_norm"), ("compiled_us", "torch.compile")]):
-        ax2.bar([x + (i - 1) * width for x in xs], [100 * r["bytes"] / (r[key] * 1e-6) / copy_bw for r in rows], width, label=name)
+    for i, (key, name) in enumerate(contenders):
+        ax2.bar([x + (i - 1.5) * width for x in xs], [100 * r["bytes"] / (r[key] * 1e-6) / copy_bw for r in rows], width, label=name)
     ax2.axhline(80, color="red", lw=0.8, ls="--")
     ax2.set_ylabel("% of measured copy bandwidth")
     ax2.set_xticks(list(xs))
@@ -292,7 +359,7 @@ def main() -> int:
         compiled_add = torch.compile(eager_add_rms_norm, dynamic=False)
         rows = [bench_shape(kernel, shape, dtype, compiled_norm, compiled_add) for shape in SHAPES]
         results["dtypes"][name] = {"rows": rows, "summary": summary(rows, copy_bw)}
-        text.append(f"\n{name} (µs per call; x = speedup of ours; %copy of {copy_bw / 1e9:.0f} GB/s)\n{table(rows, copy_bw)}")
+        text.append(f"\n{name} (µs per call; x = speedup of ours, xCmpN: of ours without PDL; %copy of {copy_bw / 1e9:.0f} GB/s)\n{table(rows, copy_bw)}")
         text.append(json.dumps(results["dtypes"][name]["summary"], indent=1))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <string>
 #include <tuple>
 
 #include "rmsnorm_launch.h"
@@ -14,6 +15,15 @@
 
 namespace rmsnorm {
 namespace {
+
+// Messages are built from strings only: streaming integers into c10::str
+// crashed (inside the inlined std::ostream code) in an extension built with a
+// newer g++ than the libstdc++ the process had loaded (seen on the H100 image).
+std::string shape_str(c10::IntArrayRef sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
 
 void check_inputs(const torch::Tensor& input, const std::optional<torch::Tensor>& weight) {
   TORCH_CHECK(input.is_cuda(), "rms_norm: input must be a CUDA tensor");
@@ -26,8 +36,9 @@ void check_inputs(const torch::Tensor& input, const std::optional<torch::Tensor>
     TORCH_CHECK(weight->device() == input.device(), "rms_norm: weight must be on the input's device");
     TORCH_CHECK(weight->scalar_type() == dtype, "rms_norm: weight dtype ", weight->scalar_type(),
                 " differs from input dtype ", dtype);
-    TORCH_CHECK(weight->dim() == 1 && weight->size(0) == input.size(-1), "rms_norm: weight must have shape [",
-                input.size(-1), "], got ", weight->sizes());
+    TORCH_CHECK(weight->dim() == 1 && weight->size(0) == input.size(-1),
+                "rms_norm: weight must have shape [" + std::to_string(input.size(-1)) + "], got " +
+                    shape_str(weight->sizes()));
   }
 }
 
@@ -78,8 +89,9 @@ std::tuple<torch::Tensor, torch::Tensor> fused_add_rms_norm_cuda(const torch::Te
                                                                   const std::optional<torch::Tensor>& weight,
                                                                   double eps) {
   rmsnorm::check_inputs(input, weight);
-  TORCH_CHECK(residual.sizes() == input.sizes(), "fused_add_rms_norm: residual shape ", residual.sizes(),
-              " differs from input shape ", input.sizes());
+  TORCH_CHECK(residual.sizes() == input.sizes(), "fused_add_rms_norm: residual shape " +
+                                                   rmsnorm::shape_str(residual.sizes()) + " differs from input shape " +
+                                                   rmsnorm::shape_str(input.sizes()));
   TORCH_CHECK(residual.scalar_type() == input.scalar_type() && residual.device() == input.device(),
               "fused_add_rms_norm: residual must match the input's dtype and device");
   const torch::Tensor x = input.contiguous();

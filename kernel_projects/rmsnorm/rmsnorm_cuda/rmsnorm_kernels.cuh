@@ -7,7 +7,10 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "rmsnorm_launch.h"
 
@@ -51,12 +54,42 @@ __device__ __forceinline__ float row_sum(float v) {
   return warp_sum(v);
 }
 
+// Programmatic dependent launch (sm_90+): a kernel launched with the
+// programmatic-serialization attribute may start while the kernel before it
+// finishes; it must wait for that kernel's results before touching memory.
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_next_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+// Input that this kernel reads exactly once. STREAM: ld.global.cs, which
+// marks the lines evict-first in L1 and L2, so the L2 keeps what the next kernel
+// reads (such as this kernel's output) rather than the spent input.
+template <bool STREAM, typename P>
+__device__ __forceinline__ P load_input(const P* p) {
+  static_assert(sizeof(P) == 16, "16-byte vectors only");
+  if constexpr (STREAM) {
+    uint4 v;
+    asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    P r;
+    memcpy(&r, &v, sizeof(P));
+    return r;
+  } else {
+    return *p;
+  }
+}
 
 // The whole row stays in registers: each of blockDim.x threads holds VPT
 // vectors of VEC elements, so the input is read from memory exactly once.
 // Thread i of a row owns vectors i, i + blockDim.x, ... so every load and
 // store instruction of a warp covers one contiguous 512-byte span.
-template <typename T, int VEC, int VPT, bool RESIDUAL, int MAX_THREADS>
+template <typename T, int VEC, int VPT, bool RESIDUAL, int MAX_THREADS, bool STREAM>
 __global__ void __launch_bounds__(MAX_THREADS) rms_norm_registers(const Args a) {
   using P = Pack<T, VEC>;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
@@ -66,17 +99,18 @@ __global__ void __launch_bounds__(MAX_THREADS) rms_norm_registers(const Args a) 
   const P* res = static_cast<const P*>(a.residual) + base;
   const P* w = static_cast<const P*>(a.weight);
 
+  wait_for_previous_grid();
   P x[VPT], r[VPT], wv[VPT];
 #pragma unroll
   for (int k = 0; k < VPT; ++k) {
     const int i = threadIdx.x + k * blockDim.x;
-    if (live && i < a.vectors) x[k] = in[i];
+    if (live && i < a.vectors) x[k] = load_input<STREAM>(in + i);
   }
   if constexpr (RESIDUAL) {
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
       const int i = threadIdx.x + k * blockDim.x;
-      if (live && i < a.vectors) r[k] = res[i];
+      if (live && i < a.vectors) r[k] = load_input<STREAM>(res + i);
     }
   }
   if (w != nullptr) {
@@ -86,6 +120,7 @@ __global__ void __launch_bounds__(MAX_THREADS) rms_norm_registers(const Args a) 
       if (live && i < a.vectors) wv[k] = w[i];
     }
   }
+  allow_next_grid();
 
   float ss = 0.f;
 #pragma unroll
@@ -136,6 +171,7 @@ __global__ void __launch_bounds__(1024) rms_norm_looped(const Args a) {
   const P* w = static_cast<const P*>(a.weight);
   P* sum_out = a.residual != nullptr ? static_cast<P*>(a.residual_out) + base : nullptr;
 
+  wait_for_previous_grid();
   float ss = 0.f;
   for (int i = threadIdx.x; i < a.vectors; i += blockDim.x) {
     P x = in[i];
@@ -176,46 +212,73 @@ __global__ void __launch_bounds__(1024) rms_norm_looped(const Args a) {
 // row (VPT * threads <= 2048 vectors: 16384 bf16/fp16 or 8192 fp32 elements).
 constexpr int kMaxRegisterVectors = 2048;
 
-
 inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
 inline int max_threads_for(int vpt) { return vpt <= 2 ? 1024 : (vpt == 4 ? 512 : 256); }
 
-// Launch shape for register-resident rows: the fewest vectors per thread that
-// keep a row within 512 threads (measured on an H100: one 16-byte vector per
-// thread up to 4096 bf16 elements beat 2-8 vectors per thread with fewer
-// threads, most at small row counts; see benchmarks/NOTES.md). Rows shorter
-// than 128 threads share a block.
-inline Launch choose_launch(int vectors) {
-  for (int vpt : {1, 2, 4, 8}) {
+// Launch shape for register-resident rows: the fewest vectors per thread, from
+// `min_vpt` up, that keep a row within 512 threads. Measured on an H100 (see
+// benchmarks/NOTES.md): 8 elements per thread for bf16/fp16 (one 16-byte
+// vector) and 16 for fp32 (min_vpt 4) beat fewer threads with more loads each,
+// most at small row counts. Rows shorter than 128 threads share a block.
+inline Launch choose_launch(int vectors, int min_vpt) {
+  for (int vpt = min_vpt; vpt <= 8; vpt *= 2) {
     const int tpr = round_up((vectors + vpt - 1) / vpt, 32);
     if (tpr <= 512 && tpr <= max_threads_for(vpt)) return {vpt, tpr, tpr >= 128 ? 1 : 128 / tpr};
   }
   return {8, round_up((vectors + 7) / 8, 32), 1};
 }
 
-template <typename T, int VEC, int VPT, bool RES>
-void launch_registers(const Args& a, const Launch& l, cudaStream_t stream) {
-  const dim3 block(l.tpr, l.rpb);
-  const dim3 grid(static_cast<unsigned>((a.rows + l.rpb - 1) / l.rpb));
-  rms_norm_registers<T, VEC, VPT, RES, (VPT <= 2 ? 1024 : (VPT == 4 ? 512 : 256))>
-      <<<grid, block, 0, stream>>>(a);
+// `kernel<<<grid, block, 0, stream>>>(a)`, with programmatic dependent launch
+// allowed when `pdl` is set (the kernels wait for the previous grid first).
+template <typename Kernel>
+void launch(Kernel kernel, dim3 grid, dim3 block, cudaStream_t stream, bool pdl, const Args& a) {
+  if (!pdl) {
+    kernel<<<grid, block, 0, stream>>>(a);
+    return;
+  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  cudaLaunchKernelEx(&config, kernel, a);
 }
 
-template <typename T, int VEC, bool RES>
-void dispatch_vpt(const Args& a, const Launch& l, cudaStream_t stream) {
+template <typename T, int VEC, int VPT, bool RES, bool STREAM>
+void launch_registers(const Args& a, const Launch& l, cudaStream_t stream, bool pdl) {
+  const dim3 block(l.tpr, l.rpb);
+  const dim3 grid(static_cast<unsigned>((a.rows + l.rpb - 1) / l.rpb));
+  launch(rms_norm_registers<T, VEC, VPT, RES, (VPT <= 2 ? 1024 : (VPT == 4 ? 512 : 256)), STREAM>, grid, block, stream,
+         pdl, a);
+}
+
+template <typename T, int VEC, bool RES, bool STREAM>
+void dispatch_vpt(const Args& a, const Launch& l, cudaStream_t stream, bool pdl) {
   switch (l.vpt) {
-    case 1: return launch_registers<T, VEC, 1, RES>(a, l, stream);
-    case 2: return launch_registers<T, VEC, 2, RES>(a, l, stream);
-    case 4: return launch_registers<T, VEC, 4, RES>(a, l, stream);
-    default: return launch_registers<T, VEC, 8, RES>(a, l, stream);
+    case 1: return launch_registers<T, VEC, 1, RES, STREAM>(a, l, stream, pdl);
+    case 2: return launch_registers<T, VEC, 2, RES, STREAM>(a, l, stream, pdl);
+    case 4: return launch_registers<T, VEC, 4, RES, STREAM>(a, l, stream, pdl);
+    default: return launch_registers<T, VEC, 8, RES, STREAM>(a, l, stream, pdl);
   }
 }
 
+template <typename T, int VEC, bool RES>
+void dispatch_stream(const Args& a, const Launch& l, cudaStream_t stream, bool streaming, bool pdl) {
+  if (streaming)
+    dispatch_vpt<T, VEC, RES, true>(a, l, stream, pdl);
+  else
+    dispatch_vpt<T, VEC, RES, false>(a, l, stream, pdl);
+}
+
 template <typename T, int VEC>
-void launch_looped(const Args& a, cudaStream_t stream) {
+void launch_looped(const Args& a, cudaStream_t stream, bool pdl) {
   const int threads = round_up(std::min(a.vectors, 1024), 32);
-  rms_norm_looped<T, VEC><<<static_cast<unsigned>(a.rows), threads, 0, stream>>>(a);
+  launch(rms_norm_looped<T, VEC>, dim3(static_cast<unsigned>(a.rows)), dim3(threads), stream, pdl, a);
 }
 
 inline bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
@@ -236,28 +299,76 @@ int vector_width(const Args& a) {
   return vec;
 }
 
+// Compute capability major and L2 size of the current device, read once per device.
+struct DeviceInfo {
+  int major;
+  int l2_bytes;
+};
+
+inline DeviceInfo current_device_info() {
+  static std::atomic<int64_t> cache[64];  // zero-initialized (static): major << 32 | L2 bytes; 0: not read yet
+  int dev = 0;
+  cudaGetDevice(&dev);
+  int64_t packed = dev < 64 ? cache[dev].load(std::memory_order_relaxed) : 0;
+  if (packed == 0) {
+    int major = 0, l2 = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    packed = (static_cast<int64_t>(major) << 32) | static_cast<uint32_t>(l2);
+    if (dev < 64) cache[dev].store(packed, std::memory_order_relaxed);
+  }
+  return {static_cast<int>(packed >> 32), static_cast<int>(packed & 0xffffffff)};
+}
+
+// Streaming (evict-first) input loads while one call reads at most half the L2:
+// measured on an H100, they cut 2-10 % at 1-16 MiB read per call and cost
+// 1-2 % from 32 MiB up (benchmarks/NOTES.md).
+inline bool streaming_pays(const Args& a, int element_bytes, const DeviceInfo& d) {
+  const int64_t read = a.rows * a.hidden * static_cast<int64_t>(element_bytes) * (a.residual != nullptr ? 2 : 1);
+  return 2 * read <= d.l2_bytes;
+}
+
+// Programmatic dependent launch on sm_90+: the kernel's blocks start while the
+// previous kernel on the stream drains (they wait in griddepcontrol.wait before
+// reading anything), which hides ~0.5 us of launch latency per call.
+// RMSNORM_PDL=0 in the environment turns it off.
+inline bool pdl_enabled(const DeviceInfo& d) {
+  if (d.major < 9) return false;
+  const char* env = std::getenv("RMSNORM_PDL");
+  return env == nullptr || env[0] != '0';
+}
+
+// `stream_loads` and `pdl`: -1 picks as the ops do, 0 or 1 forces (tuning).
 template <typename T>
-cudaError_t run(Args a, const Launch* forced, cudaStream_t stream) {
+cudaError_t run_variant(Args a, const Launch* forced, cudaStream_t stream, int stream_loads, int pdl) {
   constexpr int kVec = 16 / sizeof(T);
+  const DeviceInfo device = current_device_info();
+  const bool use_pdl = pdl < 0 ? pdl_enabled(device) : pdl != 0;
   const int vec = vector_width<T>(a);
   a.vectors = a.hidden / vec;
   if (vec == kVec && a.vectors <= kMaxRegisterVectors) {
-    const Launch l = forced ? *forced : choose_launch(a.vectors);
+    const Launch l = forced ? *forced : choose_launch(a.vectors, sizeof(T) == 4 ? 4 : 1);
     if (l.tpr % 32 != 0 || l.tpr * l.vpt < a.vectors || l.tpr * l.rpb > max_threads_for(l.vpt))
       return cudaErrorInvalidValue;
+    const bool streaming = stream_loads < 0 ? streaming_pays(a, sizeof(T), device) : stream_loads != 0;
     if (a.residual != nullptr)
-      dispatch_vpt<T, kVec, true>(a, l, stream);
+      dispatch_stream<T, kVec, true>(a, l, stream, streaming, use_pdl);
     else
-      dispatch_vpt<T, kVec, false>(a, l, stream);
+      dispatch_stream<T, kVec, false>(a, l, stream, streaming, use_pdl);
   } else {
     switch (vec) {
-      case 1: launch_looped<T, 1>(a, stream); break;
-      case 2: launch_looped<T, 2>(a, stream); break;
-      case 4: launch_looped<T, 4>(a, stream); break;
-      default: launch_looped<T, kVec>(a, stream); break;
+      case 1: launch_looped<T, 1>(a, stream, use_pdl); break;
+      case 2: launch_looped<T, 2>(a, stream, use_pdl); break;
+      case 4: launch_looped<T, 4>(a, stream, use_pdl); break;
+      default: launch_looped<T, kVec>(a, stream, use_pdl); break;
     }
   }
   return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t run(Args a, const Launch* forced, cudaStream_t stream) {
+  return run_variant<T>(a, forced, stream, -1, -1);
 }
 
 }  // namespace rmsnorm

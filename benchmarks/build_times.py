@@ -1,0 +1,108 @@
+"""Build timings of `publisher build` on a tiny two-backend project.
+
+Prints a table: cold build per variant (CPU with the local torch, CUDA 13.0
+against PyPI torch 2.11), a no-op rebuild of the whole buildable matrix, a
+rebuild after one source file changed, and two variants built in parallel
+versus one after the other. Toolchains are created (or reused from the user
+cache) before timing starts; their creation time is reported separately.
+
+    python benchmarks/build_times.py [--no-cuda] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from build_fixtures import write_tiny_project  # noqa: E402
+
+import torch  # noqa: E402
+
+LOCAL = f"torch{''.join(torch.__version__.split('+')[0].split('.')[:2])}-cxx11-cpu-x86_64-linux"
+CUDA = "torch211-cxx11-cu130-x86_64-linux"
+
+
+def publisher(*args: str) -> tuple[float, dict]:
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "publisher", "build", *args, "--json"], capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise SystemExit(f"publisher build {' '.join(args)} failed:\n{out.stdout}\n{out.stderr[-3000:]}")
+    return seconds, json.loads(out.stdout)
+
+
+def states(report: dict) -> str:
+    return ", ".join(f"{v['variant'].split('-')[0]}-{v['variant'].split('-')[2]}={v['state']}" for v in report["variants"])
+
+
+def fresh(base: Path, name: str) -> Path:
+    return write_tiny_project(base / name, git=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-cuda", action="store_true", help="skip the CUDA variant")
+    ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    opts = ap.parse_args()
+    base = opts.keep or Path(tempfile.mkdtemp(prefix="publisher-bench-"))
+    base.mkdir(parents=True, exist_ok=True)
+    rows: list[tuple[str, float, str]] = []
+    variants = ["--variant", LOCAL] + ([] if opts.no_cuda else ["--variant", CUDA])
+
+    if not opts.no_cuda:  # toolchain first, so cold build times are compile times
+        warm = fresh(base, "warm")
+        t0 = time.perf_counter()
+        from publisher.matrix import find_matrix, load_matrix
+        from publisher.plan import make_plan
+        from publisher.project.load import require_project
+        from publisher.toolchain import ensure_toolchain
+
+        project = require_project(warm)
+        ensure_toolchain(make_plan(project, load_matrix(find_matrix(warm))).by_name()[CUDA].toolchain)
+        rows.append(("CUDA toolchain ready (created or reused)", time.perf_counter() - t0, "torch 2.11 + CUDA 13.0"))
+
+    cold = fresh(base, "cold")
+    s, r = publisher(str(cold), "--local", "--jobs", "1", "--cores", "2")
+    rows.append((f"cold build {LOCAL} (--local)", s, states(r)))
+    if not opts.no_cuda:
+        s, r = publisher(str(cold), "--variant", CUDA, "--jobs", "1", "--cores", "2")
+        rows.append((f"cold build {CUDA}", s, states(r)))
+
+    s, r = publisher(str(cold), *variants)
+    s, r = publisher(str(cold), *variants)  # the first run above builds the matrix toolchain's CPU cell
+    rows.append(("no-op rebuild, buildable matrix", s, states(r)))
+    s, r = publisher(str(cold), "--local")
+    rows.append(("no-op rebuild, --local", s, states(r)))
+
+    src = cold / "scale_cpu" / "scale.cpp"
+    src.write_text(src.read_text().replace("src[i] * factor", "factor * src[i]"))
+    s, r = publisher(str(cold), "--local")
+    log = Path(r["variants"][0]["log"]).read_text()
+    steps = [line.split("] ", 1)[1].split(" ")[0] for line in log.splitlines() if line.startswith("[")]
+    rows.append(("one file changed, --local", s, f"ninja ran {len(steps)} step(s): {', '.join(steps)}"))
+
+    # two variants (torch and stable-ABI flavour of the same cell need no extra toolchain)
+    serial = fresh(base, "serial")
+    s_serial, _ = publisher(str(serial), *variants, "--jobs", "1", "--cores", "2")
+    parallel = fresh(base, "parallel")
+    s_par, _ = publisher(str(parallel), *variants, "--jobs", "2", "--cores", "1")
+    rows.append(("2 variants, one after the other (jobs=1, cores=2)", s_serial, ""))
+    rows.append(("2 variants in parallel (jobs=2, cores=1)", s_par, f"speedup {s_serial / s_par:.2f}x"))
+
+    width = max(len(r[0]) for r in rows)
+    print(f"{'measurement':<{width}}  {'seconds':>8}  note")
+    for name, seconds, note in rows:
+        print(f"{name:<{width}}  {seconds:8.2f}  {note}")
+    if not opts.keep:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+// RMSNorm device code: y = x * rsqrt(mean(x^2) + eps) * w, fp32 accumulation,
+// one rounding to the storage type. Optional fused residual add:
+// s = x + r (rounded to the storage type, stored), y = rmsnorm(s).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "rmsnorm_launch.h"
+
+namespace rmsnorm {
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// N elements moved as one access of N * sizeof(T) bytes (16 at most).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  T e[N];
+};
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Sum over the blockDim.x threads that share a row (blockDim.y rows per block).
+// Every thread of the block must call it (it holds a barrier when a row spans warps).
+__device__ __forceinline__ float row_sum(float v) {
+  v = warp_sum(v);
+  const int warps_per_row = blockDim.x >> 5;
+  if (warps_per_row == 1) return v;
+  __shared__ float partial[32];
+  const int lane = threadIdx.x & 31;
+  const int first = threadIdx.y * warps_per_row;
+  if (lane == 0) partial[first + (threadIdx.x >> 5)] = v;
+  __syncthreads();
+  v = lane < warps_per_row ? partial[first + lane] : 0.f;
+  return warp_sum(v);
+}
+
+
+// The whole row stays in registers: each of blockDim.x threads holds VPT
+// vectors of VEC elements, so the input is read from memory exactly once.
+// Thread i of a row owns vectors i, i + blockDim.x, ... so every load and
+// store instruction of a warp covers one contiguous 512-byte span.
+template <typename T, int VEC, int VPT, bool RESIDUAL, int MAX_THREADS>
+__global__ void __launch_bounds__(MAX_THREADS) rms_norm_registers(const Args a) {
+  using P = Pack<T, VEC>;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  const bool live = row < a.rows;
+  const int64_t base = row * a.vectors;
+  const P* in = static_cast<const P*>(a.input) + base;
+  const P* res = static_cast<const P*>(a.residual) + base;
+  const P* w = static_cast<const P*>(a.weight);
+
+  P x[VPT], r[VPT], wv[VPT];
+#pragma unroll
+  for (int k = 0; k < VPT; ++k) {
+    const int i = threadIdx.x + k * blockDim.x;
+    if (live && i < a.vectors) x[k] = in[i];
+  }
+  if constexpr (RESIDUAL) {
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int i = threadIdx.x + k * blockDim.x;
+      if (live && i < a.vectors) r[k] = res[i];
+    }
+  }
+  if (w != nullptr) {
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int i = threadIdx.x + k * blockDim.x;
+      if (live && i < a.vectors) wv[k] = w[i];
+    }
+  }
+
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < VPT; ++k) {
+    const int i = threadIdx.x + k * blockDim.x;
+    if (live && i < a.vectors) {
+      if constexpr (RESIDUAL) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) x[k].e[j] = from_float<T>(to_float(x[k].e[j]) + to_float(r[k].e[j]));
+        static_cast<P*>(a.residual_out)[base + i] = x[k];
+      }
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float v = to_float(x[k].e[j]);
+        ss = fmaf(v, v, ss);
+      }
+    }
+  }
+  const float rstd = rsqrtf(row_sum(ss) * a.inv_hidden + a.eps);
+
+  P* out = static_cast<P*>(a.out) + base;
+#pragma unroll
+  for (int k = 0; k < VPT; ++k) {
+    const int i = threadIdx.x + k * blockDim.x;
+    if (live && i < a.vectors) {
+      P y;
+      if (w != nullptr) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) y.e[j] = from_float<T>(to_float(x[k].e[j]) * rstd * to_float(wv[k].e[j]));
+      } else {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) y.e[j] = from_float<T>(to_float(x[k].e[j]) * rstd);
+      }
+      out[i] = y;
+    }
+  }
+}
+
+// Any row length and any alignment: one row per block, looping over the row
+// twice (the second pass mostly hits L2). Used when the row does not fit in
+// registers, or when the hidden size or a pointer rules out 16-byte vectors
+// (VEC is then the widest width that divides both).
+template <typename T, int VEC>
+__global__ void __launch_bounds__(1024) rms_norm_looped(const Args a) {
+  using P = Pack<T, VEC>;
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * a.vectors;
+  const P* in = static_cast<const P*>(a.input) + base;
+  const P* w = static_cast<const P*>(a.weight);
+  P* sum_out = a.residual != nullptr ? static_cast<P*>(a.residual_out) + base : nullptr;
+
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < a.vectors; i += blockDim.x) {
+    P x = in[i];
+    if (sum_out != nullptr) {
+      const P r = static_cast<const P*>(a.residual)[base + i];
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) x.e[j] = from_float<T>(to_float(x.e[j]) + to_float(r.e[j]));
+      sum_out[i] = x;
+    }
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const float v = to_float(x.e[j]);
+      ss = fmaf(v, v, ss);
+    }
+  }
+  const float rstd = rsqrtf(row_sum(ss) * a.inv_hidden + a.eps);
+
+  // The second pass reads back what this same thread wrote (the sum), so
+  // no barrier is needed between the passes.
+  const P* src = sum_out != nullptr ? sum_out : in;
+  P* out = static_cast<P*>(a.out) + base;
+  for (int i = threadIdx.x; i < a.vectors; i += blockDim.x) {
+    const P x = src[i];
+    P y;
+    if (w != nullptr) {
+      const P wv = w[i];
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) y.e[j] = from_float<T>(to_float(x.e[j]) * rstd * to_float(wv.e[j]));
+    } else {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) y.e[j] = from_float<T>(to_float(x.e[j]) * rstd);
+    }
+    out[i] = y;
+  }
+}
+
+// Register-resident rows: up to this many vectors per thread and threads per
+// row (VPT * threads <= 2048 vectors: 16384 bf16/fp16 or 8192 fp32 elements).
+constexpr int kMaxRegisterVectors = 2048;
+
+
+inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
+
+inline int max_threads_for(int vpt) { return vpt <= 2 ? 1024 : (vpt == 4 ? 512 : 256); }
+
+// Launch shape for register-resident rows: the fewest vectors per thread that
+// keep a row within 512 threads (measured on an H100: one 16-byte vector per
+// thread up to 4096 bf16 elements beat 2-8 vectors per thread with fewer
+// threads, most at small row counts; see benchmarks/NOTES.md). Rows shorter
+// than 128 threads share a block.
+inline Launch choose_launch(int vectors) {
+  for (int vpt : {1, 2, 4, 8}) {
+    const int tpr = round_up((vectors + vpt - 1) / vpt, 32);
+    if (tpr <= 512 && tpr <= max_threads_for(vpt)) return {vpt, tpr, tpr >= 128 ? 1 : 128 / tpr};
+  }
+  return {8, round_up((vectors + 7) / 8, 32), 1};
+}
+
+template <typename T, int VEC, int VPT, bool RES>
+void launch_registers(const Args& a, const Launch& l, cudaStream_t stream) {
+  const dim3 block(l.tpr, l.rpb);
+  const dim3 grid(static_cast<unsigned>((a.rows + l.rpb - 1) / l.rpb));
+  rms_norm_registers<T, VEC, VPT, RES, (VPT <= 2 ? 1024 : (VPT == 4 ? 512 : 256))>
+      <<<grid, block, 0, stream>>>(a);
+}
+
+template <typename T, int VEC, bool RES>
+void dispatch_vpt(const Args& a, const Launch& l, cudaStream_t stream) {
+  switch (l.vpt) {
+    case 1: return launch_registers<T, VEC, 1, RES>(a, l, stream);
+    case 2: return launch_registers<T, VEC, 2, RES>(a, l, stream);
+    case 4: return launch_registers<T, VEC, 4, RES>(a, l, stream);
+    default: return launch_registers<T, VEC, 8, RES>(a, l, stream);
+  }
+}
+
+template <typename T, int VEC>
+void launch_looped(const Args& a, cudaStream_t stream) {
+  const int threads = round_up(std::min(a.vectors, 1024), 32);
+  rms_norm_looped<T, VEC><<<static_cast<unsigned>(a.rows), threads, 0, stream>>>(a);
+}
+
+inline bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// Widest vector (in elements) that divides the hidden size and keeps every
+// pointer aligned; 16 bytes where possible.
+template <typename T>
+int vector_width(const Args& a) {
+  int vec = 16 / sizeof(T);
+  while (vec > 1) {
+    const int bytes = vec * sizeof(T);
+    if (a.hidden % vec == 0 && aligned(a.out, bytes) && aligned(a.input, bytes) &&
+        (a.weight == nullptr || aligned(a.weight, bytes)) &&
+        (a.residual == nullptr || (aligned(a.residual, bytes) && aligned(a.residual_out, bytes))))
+      break;
+    vec /= 2;
+  }
+  return vec;
+}
+
+template <typename T>
+cudaError_t run(Args a, const Launch* forced, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int vec = vector_width<T>(a);
+  a.vectors = a.hidden / vec;
+  if (vec == kVec && a.vectors <= kMaxRegisterVectors) {
+    const Launch l = forced ? *forced : choose_launch(a.vectors);
+    if (l.tpr % 32 != 0 || l.tpr * l.vpt < a.vectors || l.tpr * l.rpb > max_threads_for(l.vpt))
+      return cudaErrorInvalidValue;
+    if (a.residual != nullptr)
+      dispatch_vpt<T, kVec, true>(a, l, stream);
+    else
+      dispatch_vpt<T, kVec, false>(a, l, stream);
+  } else {
+    switch (vec) {
+      case 1: launch_looped<T, 1>(a, stream); break;
+      case 2: launch_looped<T, 2>(a, stream); break;
+      case 4: launch_looped<T, 4>(a, stream); break;
+      default: launch_looped<T, kVec>(a, stream); break;
+    }
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace rmsnorm

@@ -1,0 +1,217 @@
+"""The Docker backend against a real engine (.ci/setup-docker.sh starts one
+and imports the base image): the rmsnorm CPU variant built in a container
+loads through the real `kernels` client and computes RMSNorm; a second build
+reuses the toolchain and compiler caches kept in named volumes; failures and
+Ctrl-C leave no container behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from build_fixtures import write_tiny_project
+from publisher.backends.docker import LABEL, DockerBackend, work_volume
+from publisher.backends.docker_settings import CA_IN_CONTAINER, host_index_settings
+
+REPO = Path(__file__).resolve().parents[1]
+RMSNORM = REPO / "kernel_projects" / "rmsnorm"
+BASE_IMAGE = os.environ.get("PUBLISHER_DOCKER_BASE_IMAGE", "publisher-base:bookworm")
+CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"  # the CPU torch the machines carry (/opt/wheels)
+
+
+def _engine_problem() -> str | None:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except Exception as err:  # the SDK missing or no engine: say which
+        return f"no Docker engine reachable ({type(err).__name__}); CI starts one with .ci/setup-docker.sh"
+    try:
+        client.images.get(BASE_IMAGE)
+    except Exception:
+        return f"base image {BASE_IMAGE} missing; .ci/setup-docker.sh creates it (debootstrap + docker import)"
+    return None
+
+
+needs_engine = pytest.mark.skipif(_engine_problem() is not None, reason=str(_engine_problem()))
+
+
+def _publisher(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PUBLISHER_DOCKER_BASE_IMAGE=BASE_IMAGE)
+    return subprocess.run([sys.executable, "-m", "publisher", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def _our_containers() -> list[str]:
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}=builder"],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def _states(result: subprocess.CompletedProcess) -> dict[str, dict]:
+    assert result.returncode in (0, 1), result.stderr
+    return {v["variant"]: v for v in json.loads(result.stdout)["variants"]}
+
+
+def _drop_work_volumes(project: Path) -> None:
+    import docker
+
+    for volume in docker.from_env().volumes.list(filters={"name": work_volume(project.resolve(), "")}):
+        volume.remove(force=True)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_engine
+def test_rmsnorm_cpu_builds_in_a_container_loads_and_a_second_build_reuses_the_caches(tmp_path):
+    first = _states(_publisher("build", str(RMSNORM), "--backend", "docker", "--variant", CPU_VARIANT,
+                               "--out", str(tmp_path / "first"), "--json"))
+    entry = first[CPU_VARIANT]
+    assert entry["state"] == "built", entry["error"]
+    assert entry["backend"] == "docker"
+    assert entry["abi"]["ok"], entry["abi"]
+    variant = tmp_path / "first" / CPU_VARIANT
+    assert all(p.stat().st_uid == os.getuid() for p in variant.iterdir())
+    assert _our_containers() == []
+
+    # The real client loads it, and the op computes RMSNorm (fp64 reference).
+    check = (
+        "import torch; from pathlib import Path; from kernels import get_local_kernel\n"
+        f"k = get_local_kernel(Path({str(tmp_path / 'first')!r}))\n"
+        "x = torch.randn(7, 37, dtype=torch.float32); w = torch.randn(37, dtype=torch.float32)\n"
+        "ref = (x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()).float()\n"
+        "torch.testing.assert_close(k.rms_norm(x, w, 1e-6), ref, rtol=1e-5, atol=1e-5)\nprint('ok')\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
+    assert loaded.stdout.strip() == "ok", loaded.stderr
+
+    # A second build into a fresh folder (a CI job with a clean checkout):
+    # nothing is downloaded or compiled again, the volumes have it all.
+    second = _states(_publisher("build", str(RMSNORM), "--backend", "docker", "--variant", CPU_VARIANT,
+                                "--out", str(tmp_path / "second"), "--json"))
+    assert second[CPU_VARIANT]["state"] == "built", second[CPU_VARIANT]["error"]
+    log = Path(second[CPU_VARIANT]["log"]).read_text()
+    inner = log.split("--- build log inside the container ---", 1)[1]
+    assert "creating toolchain" not in log and "Downloading" not in log and "Installed" not in log
+    assert f"{CPU_VARIANT}: cached" in log  # the inner build found its cached result
+    assert "g++" not in inner  # no compiler ran
+    assert (tmp_path / "second" / CPU_VARIANT / "metadata.json").read_bytes() == (variant / "metadata.json").read_bytes()
+    assert _our_containers() == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_engine
+def test_a_failing_build_reports_the_compiler_error_and_leaves_no_container(tmp_path):
+    project = write_tiny_project(tmp_path / "tiny-broken")
+    scale = project / "scale_cpu" / "scale.cpp"
+    scale.write_text(scale.read_text() + "\nthis is not C++;\n")
+    try:
+        result = _publisher("build", str(project), "--backend", "docker", "--variant", CPU_VARIANT, "--json")
+        entry = _states(result)[CPU_VARIANT]
+        assert result.returncode == 1
+        assert entry["state"] == "failed" and "scale.cpp" in entry["error"] and "error" in entry["error"]
+        assert "this is not C++" in Path(entry["log"]).read_text()  # the compiler output, from inside
+        assert not (project / "build" / CPU_VARIANT).exists()
+        assert _our_containers() == []
+    finally:
+        _drop_work_volumes(project)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_engine
+def test_ctrl_c_stops_the_build_and_removes_the_container(tmp_path):
+    project = write_tiny_project(tmp_path / "tiny-interrupted")
+    env = dict(os.environ, PUBLISHER_DOCKER_BASE_IMAGE=BASE_IMAGE)
+    proc = subprocess.Popen([sys.executable, "-m", "publisher", "build", str(project), "--backend", "docker",
+                             "--variant", CPU_VARIANT], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 900
+        while not _our_containers():
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < deadline, "no build container started"
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 130, out
+        assert _our_containers() == []
+        assert not (project / "build" / CPU_VARIANT).exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _drop_work_volumes(project)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_engine
+def test_outputs_belong_to_the_requested_user_not_the_container(tmp_path):
+    from publisher.build.backend import BuildOptions, BuildRequest
+    from publisher.matrix import find_matrix, load_matrix
+    from publisher.plan import make_plan, select
+    from publisher.project.load import require_project
+
+    if os.getuid() != 0:
+        pytest.skip("changing ownership to another user needs root")
+    project_dir = write_tiny_project(tmp_path / "tiny-owned")
+    project = require_project(project_dir)
+    planned = select(make_plan(project, load_matrix(find_matrix(project_dir))), [CPU_VARIANT])[0]
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    backend = DockerBackend(base_image=BASE_IMAGE, owner=(1234, 1234))
+    try:
+        backend.check_environment()
+        backend.build(BuildRequest(project, planned, stage, tmp_path / "log", tmp_path / "work", BuildOptions(cores=2)),
+                      lambda line: None)
+    finally:
+        backend.close()
+        _drop_work_volumes(project_dir)
+    files = list(stage.rglob("*"))
+    assert {p.name for p in files} >= {"metadata.json", "_ops.py", "__init__.py"}
+    assert {(p.stat().st_uid, p.stat().st_gid) for p in files} == {(1234, 1234)}
+    assert _our_containers() == []
+
+
+def test_no_engine_says_what_to_start_and_names_docker_host(tmp_path):
+    project = write_tiny_project(tmp_path / "tiny")
+    env = dict(os.environ, DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock")
+    result = subprocess.run([sys.executable, "-m", "publisher", "build", str(project), "--backend", "docker",
+                             "--variant", CPU_VARIANT], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 3, result.stderr
+    assert f"no Docker engine answers at unix://{tmp_path}/no-engine.sock" in result.stderr
+    assert "DOCKER_HOST" in result.stderr and "dockerd" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_index_settings_pass_the_ca_bundle_and_mount_only_local_indexes_that_exist(tmp_path, monkeypatch):
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (tmp_path / "mirror" / "simple").mkdir(parents=True)
+    ca = tmp_path / "corp-ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.setenv("PIP_FIND_LINKS", f"{wheels} {tmp_path}/missing-wheels https://example.org/links")
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", f"file://{tmp_path}/mirror/simple file:///nowhere/simple")
+    settings = host_index_settings(ca_bundle=ca, index_url="https://pypi.corp.example/simple")
+
+    env = settings.environment()
+    assert env["SSL_CERT_FILE"] == env["PIP_CERT"] == CA_IN_CONTAINER
+    assert env["PIP_INDEX_URL"] == env["UV_INDEX_URL"] == "https://pypi.corp.example/simple"
+    assert env["PIP_FIND_LINKS"] == f"{wheels} https://example.org/links"
+    assert env["PIP_EXTRA_INDEX_URL"] == f"file://{tmp_path}/mirror/simple"
+    mounts = settings.mounts()
+    assert mounts[str(ca)] == {"bind": CA_IN_CONTAINER, "mode": "ro"}
+    assert mounts[str(wheels)] == {"bind": str(wheels), "mode": "ro"}
+    assert mounts[str(tmp_path / "mirror")]["mode"] == "ro"  # the index and the files its pages link to
+    assert len(mounts) == 3
+    assert any("missing-wheels" in n for n in settings.notes) and any("/nowhere" in n for n in settings.notes)
+    assert settings.build_args() == {"PIP_INDEX_URL": "https://pypi.corp.example/simple"}
