@@ -41,11 +41,11 @@ class LocalBackend:
         if not noarch:
             toolchain = ensure_toolchain(planned.toolchain, on_line, request.log)
             versions = toolchain.versions()
-            result = compile_variant(
+            library = compile_variant(
                 project, planned, toolchain, ops, request.work_dir,
                 cores=request.options.cores, debug=request.options.debug, log=request.log, on_line=on_line,
             )
-            shutil.copy2(result.library, stage / result.library.name)
+            shutil.copy2(library, stage / library.name)
             archs = planned.archs
         try:
             package.copy_python_package(project, stage)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import ninja
@@ -25,12 +24,6 @@ _HEADERS = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tcc"}
 _SINGLE_THREADED = "-D__libc_single_threaded=publisher_libc_single_threaded"
 
 
-@dataclass(frozen=True)
-class CompileResult:
-    library: Path  # the linked .abi3.so in the work dir
-    ran: tuple[str, ...]  # ninja edges that ran (e.g. "CXX torch-ext/torch_binding.cpp")
-
-
 def compile_variant(
     project: Project,
     planned: PlannedVariant,
@@ -42,7 +35,8 @@ def compile_variant(
     debug: bool,
     log: Path,
     on_line: LineSink,
-) -> CompileResult:
+) -> Path:
+    """Returns the linked library (in the work dir)."""
     assert project.root is not None
     root = project.root.resolve()
     backend = planned.backend
@@ -69,6 +63,8 @@ def compile_variant(
         (src, fw.include, fw.cxx_flags, (), ()) for src in fw.src
     ]
     for kernel in project.config.kernels_for(backend):
+        if backend in ("cuda", "rocm") and kernel.name not in planned.kernel_archs:
+            continue  # left out by the plan (its cuda-minver is above this toolkit), as upstream
         archs = tuple(planned.kernel_archs.get(kernel.name, ()))
         for src in kernel.src:
             units.append((src, (*fw.include, *kernel.include), kernel.cxx_flags, kernel.cuda_flags, archs))
@@ -126,19 +122,11 @@ def compile_variant(
     env.pop("LD_RUN_PATH", None)  # ld would turn it into an RPATH
     if toolchain.cuda_home:
         env["CUDA_HOME"] = toolchain.cuda_home
-    ran: list[str] = []
-
-    def sink(line: str) -> None:
-        # ninja's status lines look like "[3/7] CXX path"
-        if line.startswith("[") and "] " in line:
-            ran.append(line.split("] ", 1)[1])
-        on_line(line)
-
     ninja_bin = os.path.join(ninja.BIN_DIR, "ninja")
-    result = runner.run([ninja_bin, "-C", str(work_dir), f"-j{max(1, cores)}"], env=env, log=log, on_line=sink)
+    result = runner.run([ninja_bin, "-C", str(work_dir), f"-j{max(1, cores)}"], env=env, log=log, on_line=on_line)
     if not result.ok:
         raise BuildFailed(_first_error(result))
-    return CompileResult(library, tuple(ran))
+    return library
 
 
 def _first_error(result: runner.RunResult) -> str:

@@ -38,8 +38,8 @@ SHAPES = [(1, 128, 4096), (1, 512, 4096), (1, 1024, 2048), (1, 1024, 4096), (2, 
 CASES = {f"{NAMES[CODES[d]]}_{kind}": (d, kind == "fused", SHAPES) for d in CODES for kind in ("norm", "fused")}
 
 
-def build(out_dir: Path) -> Path:
-    """Objects and library in a temporary folder; the ptxas report in out_dir."""
+def build() -> Path:
+    """Objects, library and ptxas report in a temporary folder."""
     import tempfile
 
     work = Path(tempfile.mkdtemp(prefix="rmsnorm-variants-"))
@@ -54,7 +54,7 @@ def build(out_dir: Path) -> Path:
 
     with ThreadPoolExecutor(3) as pool:
         results = list(pool.map(compile_one, range(3)))
-    (out_dir / "variants_build.log").write_text("".join(r.stdout + r.stderr for r in results))
+    (work / "variants_build.log").write_text("".join(r.stdout + r.stderr for r in results))
     for r in results:
         if r.returncode:
             sys.exit(f"nvcc failed:\n{r.stderr[-3000:]}")
@@ -196,7 +196,7 @@ def run_case(variants, dtype, fused, shape, rounds):
         return interleaved(cands, sets, rounds)
 
 
-def inductor_configs(path: Path):
+def inductor_configs():
     """Autotuned Triton configs and load hints of the compiled kernels run so far."""
     from torch._inductor.codecache import PyCodeCache
 
@@ -217,8 +217,7 @@ def inductor_configs(path: Path):
                 loads = sorted(set(re.findall(r"(ld\.global[.\w:]*)", ptx)))
                 stores = sorted(set(re.findall(r"(st\.global[.\w:]*)", ptx)))
                 lines.append(f"{name}: {cfg} size_hints={getattr(obj, 'size_hints', '?')} loads={loads} stores={stores}")
-    path.write_text("\n".join(lines) + "\n")
-    return lines
+    return sorted(set(lines))
 
 
 def main():
@@ -231,7 +230,7 @@ def main():
     torch._dynamo.config.accumulated_recompile_limit = 4096
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    lib = build(args.out)
+    lib = build()
     variants = Variants(lib)
     print(f"built {lib} in {time.time() - t0:.0f} s", flush=True)
     results = {}
@@ -251,7 +250,7 @@ def main():
             )
             print(summary[-1], flush=True)
             (args.out / "variants.json").write_text(json.dumps(results, indent=1))
-    inductor_configs(args.out / "inductor_configs.txt")
+    print("Inductor's kernels:\n" + "\n".join(inductor_configs()))
     print(f"done in {time.time() - t0:.0f} s")
     print("\n".join(summary))
 
