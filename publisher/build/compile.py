@@ -81,7 +81,8 @@ def compile_variant(
         suffix = source.suffix
         if suffix in _HEADERS:
             continue
-        inc = [f"-I{gen}", f"-I{root}", *(f"-I{(root / i).resolve()}" for i in includes)]
+        # as upstream: our headers, `csrc`, and the declared `include` folders (no project root)
+        inc = [f"-I{gen}", f"-I{root / 'csrc'}", *(f"-I{(root / i).resolve()}" for i in includes)]
         obj = work_dir / "obj" / (_object_name(root, source) + ".o")
         if suffix in _CXX:
             args = [*flags.cxx_flags(debug), *base_defines, *compat, *inc,

@@ -80,10 +80,11 @@ def missing_modules() -> list[str]:
 
 
 def select_environment(
-    variant: Variant, planned: PlannedVariant | None, on_line: Callable[[str], None]
+    variant: Variant, planned_for: Callable[[], PlannedVariant | None], on_line: Callable[[str], None]
 ) -> TestEnvironment:
-    """The environment to test `variant` in. Raises EnvironmentProblem with the
-    reason when there is none."""
+    """The environment to test `variant` in; `planned_for` looks the variant up
+    in the plan (only when this interpreter cannot load it). Raises
+    EnvironmentProblem with the reason when there is none."""
     info = _this_interpreter()
     if can_load(variant, info, host_platform()):
         missing = missing_modules()
@@ -93,12 +94,6 @@ def select_environment(
                 f"{sys.executable} -m pip install {' '.join(TEST_PACKAGES)}",
             )
         return TestEnvironment(sys.executable, f"this interpreter (torch {info['torch_version']})")
-    if planned is None:
-        raise EnvironmentProblem(
-            f"no environment for {variant.name}: this interpreter's torch ({info.get('torch_version', 'none')}) "
-            "cannot load it and the matrix has no cell for it",
-            "run publisher with a torch that matches the variant, or pass --matrix with a cell for it",
-        )
     from publisher.toolchain import ensure_packages, ensure_toolchain
 
     toolchain = None
@@ -106,7 +101,15 @@ def select_environment(
         # Any torch of the right backend runs a Python-only kernel: reuse an environment
         # that exists rather than download the plan's.
         toolchain = next((t for t in _recorded_toolchains() if can_load(variant, _probe(t.python), host_platform())), None)
-    toolchain = toolchain or ensure_toolchain(planned.toolchain, on_line)
+    if toolchain is None:
+        planned = planned_for()
+        if planned is None:
+            raise EnvironmentProblem(
+                f"no environment for {variant.name}: this interpreter's torch ({info.get('torch_version', 'none')}) "
+                "cannot load it and the matrix has no cell for it",
+                "run publisher with a torch that matches the variant, or pass --matrix with a cell for it",
+            )
+        toolchain = ensure_toolchain(planned.toolchain, on_line)
     ensure_packages(toolchain, list(TEST_PACKAGES), on_line)
     return TestEnvironment(str(toolchain.python), f"toolchain {toolchain.key}")
 

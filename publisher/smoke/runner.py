@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from dataclasses import dataclass

@@ -102,13 +102,13 @@ def run_tests(
         on_progress(f"testing {name}")
         check = check_variant(variant_dir)
         if not check.ok:
-            results.append(_not_testable(name, variant_dir, build_dir, "the variant folder is not a valid build: " + "; ".join(check.problems[:3])))
+            results.append(_not_testable(name, variant_dir, "the variant folder is not a valid build: " + "; ".join(check.problems[:3])))
         else:
             try:
-                env = select_environment(Variant.parse(name), plan().get(name), lambda line: on_progress("    " + line))
+                env = select_environment(Variant.parse(name), lambda: plan().get(name), lambda line: on_progress("    " + line))
             except (PublisherError, ToolchainUnavailable) as err:
                 reason = getattr(err, "reason", None) or getattr(err, "message", str(err))
-                results.append(_not_testable(name, variant_dir, build_dir, f"no test environment: {reason}"))
+                results.append(_not_testable(name, variant_dir, f"no test environment: {reason}"))
             else:
                 on_progress(f"  with {env.python} ({env.origin})")
                 target = VariantUnderTest(name, variant_dir, project.python_name, tests_dir)
@@ -118,7 +118,7 @@ def run_tests(
     return TestRun(tuple(results), state.test_report_path(build_dir), options.require_gpu)
 
 
-def _not_testable(name: str, variant_dir: Path, build_dir: Path, reason: str) -> VariantTestResult:
+def _not_testable(name: str, variant_dir: Path, reason: str) -> VariantTestResult:
     try:
         fingerprint = state.variant_fingerprint(variant_dir)
     except OSError:

@@ -76,7 +76,11 @@ __device__ __forceinline__ P load_input(const P* p) {
   static_assert(sizeof(P) == 16, "16-byte vectors only");
   if constexpr (STREAM) {
     uint4 v;
-    asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    // "memory": never hoisted above wait_for_previous_grid().
+    asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
     P r;
     memcpy(&r, &v, sizeof(P));
     return r;
@@ -229,12 +233,27 @@ inline Launch choose_launch(int vectors, int min_vpt) {
   return {8, round_up((vectors + 7) / 8, 32), 1};
 }
 
-// `kernel<<<grid, block, 0, stream>>>(a)`, with programmatic dependent launch
-// allowed when `pdl` is set (the kernels wait for the previous grid first).
-template <typename Kernel>
-void launch(Kernel kernel, dim3 grid, dim3 block, cudaStream_t stream, bool pdl, const Args& a) {
-  if (!pdl) {
-    kernel<<<grid, block, 0, stream>>>(a);
+// Whether KERNEL, as loaded on device `dev`, was compiled for sm_90 or newer and
+// so holds the griddepcontrol.wait that programmatic launch needs (a device
+// can run older code through PTX). Read once per kernel and device.
+template <auto KERNEL>
+bool waits_for_previous_grid(int dev) {
+  static std::atomic<int> cache[64];  // 1 + binaryVersion; 0: not read yet (static: zero-initialized)
+  int v = dev >= 0 && dev < 64 ? cache[dev].load(std::memory_order_relaxed) : 0;
+  if (v == 0) {
+    cudaFuncAttributes attr;
+    v = 1 + (cudaFuncGetAttributes(&attr, KERNEL) == cudaSuccess ? attr.binaryVersion : 0);
+    if (dev >= 0 && dev < 64) cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v - 1 >= 90;
+}
+
+// `KERNEL<<<grid, block, 0, stream>>>(a)`, with programmatic dependent launch
+// allowed when `pdl` is set and the kernel's code waits for the previous grid.
+template <auto KERNEL>
+void launch(dim3 grid, dim3 block, cudaStream_t stream, bool pdl, int dev, const Args& a) {
+  if (!pdl || !waits_for_previous_grid<KERNEL>(dev)) {
+    KERNEL<<<grid, block, 0, stream>>>(a);
     return;
   }
   cudaLaunchAttribute attr[1];
@@ -246,39 +265,39 @@ void launch(Kernel kernel, dim3 grid, dim3 block, cudaStream_t stream, bool pdl,
   config.stream = stream;
   config.attrs = attr;
   config.numAttrs = 1;
-  cudaLaunchKernelEx(&config, kernel, a);
+  cudaLaunchKernelEx(&config, KERNEL, a);
 }
 
 template <typename T, int VEC, int VPT, bool RES, bool STREAM>
-void launch_registers(const Args& a, const Launch& l, cudaStream_t stream, bool pdl) {
+void launch_registers(const Args& a, const Launch& l, cudaStream_t stream, bool pdl, int dev) {
   const dim3 block(l.tpr, l.rpb);
   const dim3 grid(static_cast<unsigned>((a.rows + l.rpb - 1) / l.rpb));
-  launch(rms_norm_registers<T, VEC, VPT, RES, (VPT <= 2 ? 1024 : (VPT == 4 ? 512 : 256)), STREAM>, grid, block, stream,
-         pdl, a);
+  launch<rms_norm_registers<T, VEC, VPT, RES, (VPT <= 2 ? 1024 : (VPT == 4 ? 512 : 256)), STREAM>>(grid, block, stream,
+                                                                                                   pdl, dev, a);
 }
 
 template <typename T, int VEC, bool RES, bool STREAM>
-void dispatch_vpt(const Args& a, const Launch& l, cudaStream_t stream, bool pdl) {
+void dispatch_vpt(const Args& a, const Launch& l, cudaStream_t stream, bool pdl, int dev) {
   switch (l.vpt) {
-    case 1: return launch_registers<T, VEC, 1, RES, STREAM>(a, l, stream, pdl);
-    case 2: return launch_registers<T, VEC, 2, RES, STREAM>(a, l, stream, pdl);
-    case 4: return launch_registers<T, VEC, 4, RES, STREAM>(a, l, stream, pdl);
-    default: return launch_registers<T, VEC, 8, RES, STREAM>(a, l, stream, pdl);
+    case 1: return launch_registers<T, VEC, 1, RES, STREAM>(a, l, stream, pdl, dev);
+    case 2: return launch_registers<T, VEC, 2, RES, STREAM>(a, l, stream, pdl, dev);
+    case 4: return launch_registers<T, VEC, 4, RES, STREAM>(a, l, stream, pdl, dev);
+    default: return launch_registers<T, VEC, 8, RES, STREAM>(a, l, stream, pdl, dev);
   }
 }
 
 template <typename T, int VEC, bool RES>
-void dispatch_stream(const Args& a, const Launch& l, cudaStream_t stream, bool streaming, bool pdl) {
+void dispatch_stream(const Args& a, const Launch& l, cudaStream_t stream, bool streaming, bool pdl, int dev) {
   if (streaming)
-    dispatch_vpt<T, VEC, RES, true>(a, l, stream, pdl);
+    dispatch_vpt<T, VEC, RES, true>(a, l, stream, pdl, dev);
   else
-    dispatch_vpt<T, VEC, RES, false>(a, l, stream, pdl);
+    dispatch_vpt<T, VEC, RES, false>(a, l, stream, pdl, dev);
 }
 
 template <typename T, int VEC>
-void launch_looped(const Args& a, cudaStream_t stream, bool pdl) {
+void launch_looped(const Args& a, cudaStream_t stream, bool pdl, int dev) {
   const int threads = round_up(std::min(a.vectors, 1024), 32);
-  launch(rms_norm_looped<T, VEC>, dim3(static_cast<unsigned>(a.rows)), dim3(threads), stream, pdl, a);
+  launch<rms_norm_looped<T, VEC>>(dim3(static_cast<unsigned>(a.rows)), dim3(threads), stream, pdl, dev, a);
 }
 
 inline bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
@@ -301,6 +320,7 @@ int vector_width(const Args& a) {
 
 // Compute capability major and L2 size of the current device, read once per device.
 struct DeviceInfo {
+  int device;
   int major;
   int l2_bytes;
 };
@@ -317,7 +337,7 @@ inline DeviceInfo current_device_info() {
     packed = (static_cast<int64_t>(major) << 32) | static_cast<uint32_t>(l2);
     if (dev < 64) cache[dev].store(packed, std::memory_order_relaxed);
   }
-  return {static_cast<int>(packed >> 32), static_cast<int>(packed & 0xffffffff)};
+  return {dev, static_cast<int>(packed >> 32), static_cast<int>(packed & 0xffffffff)};
 }
 
 // Streaming (evict-first) input loads while one call reads at most half the L2:
@@ -352,15 +372,15 @@ cudaError_t run_variant(Args a, const Launch* forced, cudaStream_t stream, int s
       return cudaErrorInvalidValue;
     const bool streaming = stream_loads < 0 ? streaming_pays(a, sizeof(T), device) : stream_loads != 0;
     if (a.residual != nullptr)
-      dispatch_stream<T, kVec, true>(a, l, stream, streaming, use_pdl);
+      dispatch_stream<T, kVec, true>(a, l, stream, streaming, use_pdl, device.device);
     else
-      dispatch_stream<T, kVec, false>(a, l, stream, streaming, use_pdl);
+      dispatch_stream<T, kVec, false>(a, l, stream, streaming, use_pdl, device.device);
   } else {
     switch (vec) {
-      case 1: launch_looped<T, 1>(a, stream, use_pdl); break;
-      case 2: launch_looped<T, 2>(a, stream, use_pdl); break;
-      case 4: launch_looped<T, 4>(a, stream, use_pdl); break;
-      default: launch_looped<T, kVec>(a, stream, use_pdl); break;
+      case 1: launch_looped<T, 1>(a, stream, use_pdl, device.device); break;
+      case 2: launch_looped<T, 2>(a, stream, use_pdl, device.device); break;
+      case 4: launch_looped<T, 4>(a, stream, use_pdl, device.device); break;
+      default: launch_looped<T, kVec>(a, stream, use_pdl, device.device); break;
     }
   }
   return cudaGetLastError();

@@ -1,4 +1,4 @@
-// Interface between the torch glue (rmsnorm.cu) and the per-dtype kernel
+// Interface between the torch glue (rmsnorm_cuda.cpp) and the per-dtype kernel
 // files, which include no torch headers so that they compile fast and in parallel.
 #pragma once
 
