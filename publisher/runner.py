@@ -39,15 +39,22 @@ class RunResult:
 
 _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
+_cancelled = threading.Event()
 
 
 def kill_all() -> None:
-    """Kill every process group started by `run` that is still running (used
-    when a build is cancelled: worker threads do not see Ctrl-C)."""
+    """Kill every process group started by `run` that is still running, and
+    refuse to start new ones until `allow_new()` (a cancelled build: worker
+    threads do not see Ctrl-C, and must not start the next step)."""
+    _cancelled.set()
     with _live_lock:
         procs = list(_live)
     for proc in procs:
         _kill_group(proc)
+
+
+def allow_new() -> None:
+    _cancelled.clear()
 
 
 def format_command(argv: Sequence[str]) -> str:
@@ -68,6 +75,8 @@ def run(
     and passed line by line to `on_line`. The child gets its own process group
     so a timeout or Ctrl-C kills the whole tree."""
     argv = tuple(str(a) for a in argv)
+    if _cancelled.is_set():
+        return RunResult(argv, -9, "cancelled before start\n")
     full_env = dict(os.environ if env is None else env)
     chunks: list[str] = []
     log_fh = open(log, "a", encoding="utf-8") if log else None
@@ -88,6 +97,8 @@ def run(
         )
         with _live_lock:
             _live.add(proc)
+        if _cancelled.is_set():  # cancelled while starting: kill_all may have missed it
+            _kill_group(proc)
 
         def pump() -> None:
             assert proc.stdout is not None
@@ -128,7 +139,34 @@ def run(
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the child's whole session: its process group, and the groups its
+    children made for themselves (ninja starts each compiler in its own)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for pid in _session_members(proc.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _session_members(sid: int) -> list[int]:
+    """Processes whose session id is `sid` (Linux /proc; empty elsewhere)."""
+    members = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return members
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:  # after "pid (comm)": state ppid pgrp session ...
+            members.append(int(entry))
+    return members

@@ -113,7 +113,7 @@ def ensure_toolchain(spec: ToolchainSpec, on_line: LineSink | None = None, log: 
         except (ValueError, TypeError):
             pass  # an older record format: recreate below
     env_dir.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(env_dir.with_suffix(".lock")):
+    with locked(env_dir.with_suffix(".lock")):
         if record.exists():  # another run created it while we waited
             try:
                 return Toolchain(**_load_record(record))
@@ -140,7 +140,7 @@ def ensure_packages(toolchain: Toolchain, requirements: Sequence[str], on_line: 
                 f"{toolchain.python} lacks {', '.join(missing)}; install them there (publisher does not modify it)"
             )
         return
-    with _locked(Path(toolchain.env_dir).with_suffix(".lock")):
+    with locked(Path(toolchain.env_dir).with_suffix(".lock")):
         _install(toolchain.python, list(requirements), None, on_line or (lambda _l: None), log)
 
 
@@ -153,19 +153,19 @@ def _check_obtainable(spec: ToolchainSpec) -> None:
     backend = backend_of_compute(spec.compute)
     if backend not in ("cpu", "cuda"):
         raise ToolchainUnavailable(
-            f"the {backend} toolchain ({_TOOLKIT[backend]}) is not installable from PyPI; "
+            f"the {backend} toolchain ({_TOOLKIT.get(backend, backend)}) is not installable from PyPI; "
             "build this variant with --backend docker or nix, or on a machine that has it"
         )
 
 
-_TOOLKIT = {"rocm": "ROCm hipcc", "xpu": "Intel oneAPI DPC++", "metal": "Xcode metal", "cpu": "", "cuda": ""}
+_TOOLKIT = {"rocm": "ROCm hipcc", "xpu": "Intel oneAPI DPC++", "metal": "Xcode metal"}
 
 
 def _create(spec: ToolchainSpec, env_dir: Path, on_line: LineSink, log: Path | None) -> Toolchain:
     tmp = Path(tempfile.mkdtemp(prefix=f".{spec.key}.", dir=env_dir.parent))
     try:
         on_line(f"creating toolchain {spec.key} (torch {spec.torch_requirement}, {spec.compute})")
-        uv = _uv()
+        uv = uv_path()
         if uv:
             _run([uv, "venv", "--quiet", "--python", sys.executable, str(tmp)], log, on_line,
                  "could not create a virtual environment")
@@ -198,7 +198,7 @@ def _nvcc_requirements(cuda: str) -> list[str]:
 
 def _install(python: str, requirements: list[str], index_url: str | None, on_line: LineSink,
              log: Path | None) -> None:
-    uv = _uv()
+    uv = uv_path()
     if uv:
         argv = [uv, "pip", "install", "--python", python]
     else:
@@ -227,7 +227,7 @@ def _reason(output: str) -> str:
     return lines[-1][:300] if lines else "unknown error"
 
 
-def _uv() -> str | None:
+def uv_path() -> str | None:
     for candidate in (Path(sys.executable).parent / "uv", shutil.which("uv")):
         if candidate and Path(candidate).exists():
             return str(candidate)
@@ -235,7 +235,7 @@ def _uv() -> str | None:
 
 
 @contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
+def locked(lock_path: Path) -> Iterator[None]:
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -283,9 +283,6 @@ def _describe(spec: ToolchainSpec, python: Path, env_dir: Path | None, log: Path
     backend = backend_of_compute(spec.compute)
     wanted_cuda = compute_version(spec.compute) if backend == "cuda" else None
     have_cuda = info["cuda"]
-    if backend == "cpu" and (have_cuda or info["hip"]):
-        # A CUDA torch also builds CPU kernels fine; the variant just records cpu.
-        pass
     if wanted_cuda and have_cuda != wanted_cuda:
         raise ToolchainUnavailable(
             f"torch {info['torch_version']} is built for CUDA {have_cuda or 'none'}, the variant needs CUDA {wanted_cuda}"

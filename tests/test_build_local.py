@@ -111,6 +111,7 @@ def test_local_build_loads_caches_and_rebuilds_incrementally(tmp_path):
     # Ctrl-C in the middle of a compile: exit 130, no partial variant, old one kept, no compilers left
     before = state.variant_fingerprint(variant)
     log_path = state.logs_dir(build) / f"{CPU_VARIANT}.log"
+    log_path.unlink()  # wait for this build's own log, not the last one
     proc = subprocess.Popen([sys.executable, "-m", "publisher", "build", str(project), "--local", "--force", "--debug"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120

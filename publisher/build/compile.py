@@ -10,7 +10,7 @@ from pathlib import Path
 import ninja
 
 from publisher import runner
-from publisher.build import flags
+from publisher.build import depends, flags
 from publisher.build.backend import BuildFailed, LineSink
 from publisher.build.ninja_file import Compile, NinjaBuild, render, write_if_changed
 from publisher.plan import PlannedVariant
@@ -66,8 +66,10 @@ def compile_variant(
         if backend in ("cuda", "rocm") and kernel.name not in planned.kernel_archs:
             continue  # left out by the plan (its cuda-minver is above this toolkit), as upstream
         archs = tuple(planned.kernel_archs.get(kernel.name, ()))
+        dep_includes = tuple(depends.include_dirs(kernel.depends, log, on_line))
         for src in kernel.src:
-            units.append((src, (*fw.include, *kernel.include), kernel.cxx_flags, kernel.cuda_flags, archs))
+            units.append((src, (*fw.include, *kernel.include, *dep_includes), kernel.cxx_flags, kernel.cuda_flags,
+                          archs))
 
     compiles: list[Compile] = []
     seen: set[Path] = set()

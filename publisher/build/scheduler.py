@@ -116,6 +116,7 @@ class Scheduler:
     def run(self, planned: Sequence[PlannedVariant]) -> list[VariantResult]:
         assert self.project.root is not None
         self.backend.check_environment()
+        runner.allow_new()
         with staging.build_lock(self.build_dir):
             state.logs_dir(self.build_dir).mkdir(parents=True, exist_ok=True)
             self._report = state.read_report(state.build_report_path(self.build_dir))
