@@ -96,7 +96,8 @@ def test_push_killed_mid_commit_then_rerun_completes(hub_env, scale_project):
     proc = subprocess.Popen([sys.executable, "-m", "publisher", "push", repo, str(scale_project), "--allow-untested"],
                             env=hub_env.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 120
-    while hub_env.state.stats()["requests"].get("commit", 0) == 0 and time.time() < deadline:
+    # kill while the server holds the (delayed) commit: it has arrived but not been answered
+    while hub_env.state.stats()["arrivals"].get("commit", 0) == 0 and time.time() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.communicate()

@@ -141,7 +141,10 @@ class Scheduler:
                 pool.shutdown(wait=True, cancel_futures=True)
                 self.progress.close()
                 raise
-            pool.shutdown(wait=True)
+            finally:
+                # every worker has finished: the refusal that _stop set up must not outlive this run
+                pool.shutdown(wait=True)
+                runner.allow_new()
             self.progress.close()
             return [results[p.name] for p in planned if p.name in results]
 

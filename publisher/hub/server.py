@@ -69,8 +69,13 @@ class HubState:
         self.faults = Faults()
         self.secret = secrets.token_bytes(16)
         self._stats_lock = threading.Lock()
-        self.requests: dict[str, int] = {}
+        self.requests: dict[str, int] = {}  # answered (or dropped) requests
+        self.arrivals: dict[str, int] = {}  # requests routed, before any work or delay
         self.bytes_in: dict[str, int] = {}
+
+    def arrive(self, kind: str) -> None:
+        with self._stats_lock:
+            self.arrivals[kind] = self.arrivals.get(kind, 0) + 1
 
     def count(self, kind: str, nbytes: int) -> None:
         with self._stats_lock:
@@ -81,6 +86,7 @@ class HubState:
         with self._stats_lock:
             return {
                 "requests": dict(self.requests),
+                "arrivals": dict(self.arrivals),
                 "bytes_in": dict(self.bytes_in),
                 "bytes_in_total": sum(self.bytes_in.values()),
             }
@@ -88,6 +94,7 @@ class HubState:
     def reset_stats(self) -> None:
         with self._stats_lock:
             self.requests.clear()
+            self.arrivals.clear()
             self.bytes_in.clear()
 
     def ticket(self, repo: Repo, oid: str, size: int) -> str:
@@ -132,6 +139,7 @@ class Handler(BaseHTTPRequestHandler):
         kind, action = "unknown", None
         try:
             kind, action = self._route(method, [s for s in split.path.split("/") if s])
+            self.state.arrive(kind)
             rule = self.state.faults.take(kind)
             if rule is not None and rule.action == "delay":
                 time.sleep(rule.seconds)
