@@ -5,6 +5,9 @@
 #
 #   scripts/gpu_test.sh [prepare]  build the variant, fill .device-carry/, print the device command
 #   scripts/gpu_test.sh device     what runs on the GPU machine (from the repository root)
+#   scripts/gpu_test.sh collect DIR  merge the test report the device step returned (in DIR) into
+#                                  this project's build/.publisher/test-report.json, so that
+#                                  `publisher push` sees the variant as tested on its hardware
 #   scripts/gpu_test.sh rehearse   run the device step here, in a scratch copy of the repository,
 #                                  with the variant's own toolchain (no GPU: expect "loaded, not run"
 #                                  and exit 1 from --require-gpu; everything else is exercised)
@@ -66,6 +69,33 @@ device() {
   return "$rc"
 }
 
+collect() {
+  local returned="${1:?usage: $0 collect DIR (the folder holding the returned test-report.json)}"
+  local python="${PYTHON:-$ROOT/.venv/bin/python}"
+  cd "$ROOT"
+  "$python" - "$returned/test-report.json" "$PROJECT/build" <<'PY'
+import sys
+from pathlib import Path
+
+from publisher import state
+
+returned, build = Path(sys.argv[1]), Path(sys.argv[2])
+entries = state.read_report(returned)["variants"]
+merged = {}
+for name, entry in entries.items():
+    variant = build / name
+    if not (variant / "metadata.json").is_file():
+        print(f"skip {name}: not in {build}")
+    elif entry.get("fingerprint") != state.variant_fingerprint(variant):
+        print(f"skip {name}: the local build differs from the one tested (rebuilt since?)")
+    else:
+        merged[name] = entry
+        print(f"{name}: {entry.get('status')} on {entry.get('device', {}).get('gpu') or 'CPU'}")
+state.update_report(state.test_report_path(build), merged)
+sys.exit(0 if merged else 1)
+PY
+}
+
 rehearse() {
   cd "$ROOT"
   [ -d "$CARRY/whl" ] || { echo "run 'scripts/gpu_test.sh prepare' first" >&2; exit 2; }
@@ -96,5 +126,6 @@ case "${1:-prepare}" in
   prepare) prepare ;;
   device) device ;;
   rehearse) rehearse ;;
-  *) echo "usage: $0 [prepare|device|rehearse]" >&2; exit 2 ;;
+  collect) collect "${2:-}" ;;
+  *) echo "usage: $0 [prepare|device|collect DIR|rehearse]" >&2; exit 2 ;;
 esac
