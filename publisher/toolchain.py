@@ -167,7 +167,8 @@ def _create(spec: ToolchainSpec, env_dir: Path, on_line: LineSink, log: Path | N
         on_line(f"creating toolchain {spec.key} (torch {spec.torch_requirement}, {spec.compute})")
         uv = uv_path()
         if uv:
-            _run([uv, "venv", "--quiet", "--python", sys.executable, str(tmp)], log, on_line,
+            # --seed: the environment keeps pip, so it stays usable where uv is not installed
+            _run([uv, "venv", "--quiet", "--seed", "--python", sys.executable, str(tmp)], log, on_line,
                  "could not create a virtual environment")
         else:
             _run([sys.executable, "-m", "venv", str(tmp)], log, on_line, "could not create a virtual environment")
@@ -202,6 +203,9 @@ def _install(python: str, requirements: list[str], index_url: str | None, on_lin
     if uv:
         argv = [uv, "pip", "install", "--python", python]
     else:
+        # an environment made by uv without --seed has no pip: bootstrap it from the standard library
+        if runner.run([python, "-c", "import pip"]).returncode != 0:
+            _run([python, "-m", "ensurepip", "--upgrade"], log, on_line, "could not bootstrap pip")
         argv = [python, "-m", "pip", "install", "--disable-pip-version-check"]
     if index_url:
         argv += ["--index-url", index_url]
