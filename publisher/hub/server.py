@@ -214,24 +214,20 @@ class Handler(BaseHTTPRequestHandler):
                     while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
                         pass
                     return
-                remaining = size
-                while remaining:
-                    chunk = self.rfile.read(min(remaining, _CHUNK))
-                    if not chunk:
-                        raise _Dropped()
-                    remaining -= len(chunk)
-                    self._body_read += len(chunk)
-                    yield chunk
+                yield from self._exactly(size)
                 self.rfile.readline(3)
         else:
-            remaining = int(self.headers.get("Content-Length") or 0)
-            while remaining:
-                chunk = self.rfile.read(min(remaining, _CHUNK))
-                if not chunk:
-                    raise _Dropped()
-                remaining -= len(chunk)
-                self._body_read += len(chunk)
-                yield chunk
+            yield from self._exactly(int(self.headers.get("Content-Length") or 0))
+
+    def _exactly(self, remaining: int) -> Iterator[bytes]:
+        """`remaining` bytes of the body, in chunks; a short read is a dropped connection."""
+        while remaining:
+            chunk = self.rfile.read(min(remaining, _CHUNK))
+            if not chunk:
+                raise _Dropped()
+            remaining -= len(chunk)
+            self._body_read += len(chunk)
+            yield chunk
 
     def _read(self, limit: int) -> bytes:
         data = b""
