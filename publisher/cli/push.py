@@ -5,6 +5,7 @@ kernel card to main."""
 from __future__ import annotations
 
 import fnmatch
+import re
 from pathlib import Path
 
 import click
@@ -105,6 +106,12 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
     repo_id = repo_arg or general.hub_repo_id
     if not repo_id:
         raise UsageError("no repo id: pass REPO_ID or set [general.hub] repo-id in build.toml")
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*", repo_id) or ".." in repo_id or "--" in repo_id:
+        source = "REPO_ID" if repo_arg else f"{project.build_toml} [general.hub] repo-id"
+        raise UsageError(
+            f"{source}: `{repo_id}` is not a Hub repo id",
+            "use ORG/NAME with letters, digits, '-', '_' and '.', e.g. your-org/your-kernel",
+        )
     build_dir = Path(path) / "build"
 
     verdicts = [gate.judge(build_dir, name, allow_untested) for name in _variant_dirs(build_dir, include, skip)]
