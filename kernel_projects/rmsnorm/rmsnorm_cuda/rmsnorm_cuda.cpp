@@ -1,7 +1,7 @@
 // Torch side of the CUDA RMSNorm: argument checks, outputs, stream. Plain C++ (no
 // device code), so torch headers are compiled once, by the host compiler.
-#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/all.h>
 
 #include <algorithm>
@@ -43,8 +43,7 @@ void check_inputs(const torch::Tensor& input, const std::optional<torch::Tensor>
 }
 
 void forward(const torch::Tensor& out, const std::optional<torch::Tensor>& residual_out, const torch::Tensor& input,
-             const std::optional<torch::Tensor>& residual, const std::optional<torch::Tensor>& weight, double eps,
-             std::optional<Launch> forced = std::nullopt) {
+             const std::optional<torch::Tensor>& residual, const std::optional<torch::Tensor>& weight, double eps) {
   const int hidden = static_cast<int>(input.size(-1));
   const int64_t rows = hidden == 0 ? 0 : input.numel() / hidden;
   if (rows == 0) return;
@@ -63,12 +62,11 @@ void forward(const torch::Tensor& out, const std::optional<torch::Tensor>& resid
   a.eps = static_cast<float>(eps);
   TORCH_CHECK(rows <= std::numeric_limits<int>::max(), "rms_norm: too many rows");
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  const Launch* shape = forced ? &*forced : nullptr;
   cudaError_t err;
   switch (input.scalar_type()) {
-    case torch::kFloat: err = launch_fp32(a, shape, stream); break;
-    case torch::kHalf: err = launch_fp16(a, shape, stream); break;
-    default: err = launch_bf16(a, shape, stream); break;
+    case torch::kFloat: err = launch_fp32(a, stream); break;
+    case torch::kHalf: err = launch_fp16(a, stream); break;
+    default: err = launch_bf16(a, stream); break;
   }
   TORCH_CHECK(err == cudaSuccess, "rms_norm: kernel launch failed: ", cudaGetErrorString(err));
 }
@@ -101,17 +99,3 @@ std::tuple<torch::Tensor, torch::Tensor> fused_add_rms_norm_cuda(const torch::Te
   rmsnorm::forward(out, sum, x, r, weight, eps);
   return {out, sum};
 }
-
-#ifdef RMSNORM_TUNING
-// Development only (scripts/gpu_dev_build.py --tuning): force a launch shape
-// so that one process can sweep shapes against each other.
-torch::Tensor rms_norm_tuned_cuda(const torch::Tensor& input, const std::optional<torch::Tensor>& weight, double eps,
-                                  int64_t vpt, int64_t tpr, int64_t rpb) {
-  rmsnorm::check_inputs(input, weight);
-  const torch::Tensor x = input.contiguous();
-  torch::Tensor out = torch::empty_like(x);
-  rmsnorm::forward(out, std::nullopt, x, std::nullopt, weight, eps,
-                   rmsnorm::Launch{static_cast<int>(vpt), static_cast<int>(tpr), static_cast<int>(rpb)});
-  return out;
-}
-#endif

@@ -1,5 +1,5 @@
 #include "rmsnorm_kernels.cuh"
 
 namespace rmsnorm {
-cudaError_t launch_fp32(Args a, const Launch* shape, cudaStream_t stream) { return run<float>(a, shape, stream); }
+cudaError_t launch_fp32(Args a, cudaStream_t stream) { return run<float>(a, stream); }
 }  // namespace rmsnorm

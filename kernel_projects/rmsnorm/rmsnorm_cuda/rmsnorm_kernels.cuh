@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 
 #include "rmsnorm_launch.h"
@@ -216,13 +215,19 @@ __global__ void __launch_bounds__(1024) rms_norm_looped(const Args a) {
 // row (VPT * threads <= 2048 vectors: 16384 bf16/fp16 or 8192 fp32 elements).
 constexpr int kMaxRegisterVectors = 2048;
 
+// Launch shape of the register-resident kernel.
+struct Launch {
+  int vpt;  // vectors per thread: 1, 2, 4 or 8
+  int tpr;  // threads per row, a multiple of 32
+  int rpb;  // rows per block
+};
+
 inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
 inline int max_threads_for(int vpt) { return vpt <= 2 ? 1024 : (vpt == 4 ? 512 : 256); }
 
-// Launch shape for register-resident rows: the fewest vectors per thread, from
-// `min_vpt` up, that keep a row within 512 threads. Measured on an H100 (see
-// benchmarks/NOTES.md): 8 elements per thread for bf16/fp16 (one 16-byte
+// The fewest vectors per thread, from `min_vpt` up, that keep a row within 512
+// threads. Swept on an H100: 8 elements per thread for bf16/fp16 (one 16-byte
 // vector) and 16 for fp32 (min_vpt 4) beat fewer threads with more loads each,
 // most at small row counts. Rows shorter than 128 threads share a block.
 inline Launch choose_launch(int vectors, int min_vpt) {
@@ -342,53 +347,41 @@ inline DeviceInfo current_device_info() {
 
 // Streaming (evict-first) input loads while one call reads at most half the L2:
 // measured on an H100, they cut 2-10 % at 1-16 MiB read per call and cost
-// 1-2 % from 32 MiB up (benchmarks/NOTES.md).
+// 1-2 % from 32 MiB up.
 inline bool streaming_pays(const Args& a, int element_bytes, const DeviceInfo& d) {
   const int64_t read = a.rows * a.hidden * static_cast<int64_t>(element_bytes) * (a.residual != nullptr ? 2 : 1);
   return 2 * read <= d.l2_bytes;
 }
 
-// Programmatic dependent launch on sm_90+: the kernel's blocks start while the
-// previous kernel on the stream drains (they wait in griddepcontrol.wait before
-// reading anything), which hides ~0.5 us of launch latency per call.
-// RMSNORM_PDL=0 in the environment turns it off.
-inline bool pdl_enabled(const DeviceInfo& d) {
-  if (d.major < 9) return false;
-  const char* env = std::getenv("RMSNORM_PDL");
-  return env == nullptr || env[0] != '0';
-}
+// Programmatic dependent launch wherever the GPU has it (sm_90+): the kernel's
+// blocks start while the previous kernel on the stream drains and wait in
+// griddepcontrol.wait before reading anything. On an H100 this took 0.4-0.8 us
+// off every call, at every size, and never cost anything.
+inline bool pdl_available(const DeviceInfo& d) { return d.major >= 9; }
 
-// `stream_loads` and `pdl`: -1 picks as the ops do, 0 or 1 forces (tuning).
 template <typename T>
-cudaError_t run_variant(Args a, const Launch* forced, cudaStream_t stream, int stream_loads, int pdl) {
+cudaError_t run(Args a, cudaStream_t stream) {
   constexpr int kVec = 16 / sizeof(T);
   const DeviceInfo device = current_device_info();
-  const bool use_pdl = pdl < 0 ? pdl_enabled(device) : pdl != 0;
+  const bool pdl = pdl_available(device);
   const int vec = vector_width<T>(a);
   a.vectors = a.hidden / vec;
   if (vec == kVec && a.vectors <= kMaxRegisterVectors) {
-    const Launch l = forced ? *forced : choose_launch(a.vectors, sizeof(T) == 4 ? 4 : 1);
-    if (l.tpr % 32 != 0 || l.tpr * l.vpt < a.vectors || l.tpr * l.rpb > max_threads_for(l.vpt))
-      return cudaErrorInvalidValue;
-    const bool streaming = stream_loads < 0 ? streaming_pays(a, sizeof(T), device) : stream_loads != 0;
+    const Launch l = choose_launch(a.vectors, sizeof(T) == 4 ? 4 : 1);
+    const bool streaming = streaming_pays(a, sizeof(T), device);
     if (a.residual != nullptr)
-      dispatch_stream<T, kVec, true>(a, l, stream, streaming, use_pdl, device.device);
+      dispatch_stream<T, kVec, true>(a, l, stream, streaming, pdl, device.device);
     else
-      dispatch_stream<T, kVec, false>(a, l, stream, streaming, use_pdl, device.device);
+      dispatch_stream<T, kVec, false>(a, l, stream, streaming, pdl, device.device);
   } else {
     switch (vec) {
-      case 1: launch_looped<T, 1>(a, stream, use_pdl, device.device); break;
-      case 2: launch_looped<T, 2>(a, stream, use_pdl, device.device); break;
-      case 4: launch_looped<T, 4>(a, stream, use_pdl, device.device); break;
-      default: launch_looped<T, kVec>(a, stream, use_pdl, device.device); break;
+      case 1: launch_looped<T, 1>(a, stream, pdl, device.device); break;
+      case 2: launch_looped<T, 2>(a, stream, pdl, device.device); break;
+      case 4: launch_looped<T, 4>(a, stream, pdl, device.device); break;
+      default: launch_looped<T, kVec>(a, stream, pdl, device.device); break;
     }
   }
   return cudaGetLastError();
-}
-
-template <typename T>
-cudaError_t run(Args a, const Launch* forced, cudaStream_t stream) {
-  return run_variant<T>(a, forced, stream, -1, -1);
 }
 
 }  // namespace rmsnorm

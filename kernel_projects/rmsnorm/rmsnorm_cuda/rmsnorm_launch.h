@@ -21,16 +21,8 @@ struct Args {
   float eps;
 };
 
-// Launch shape of the register-resident kernel.
-struct Launch {
-  int vpt;  // vectors per thread: 1, 2, 4 or 8
-  int tpr;  // threads per row, a multiple of 32
-  int rpb;  // rows per block
-};
-
-// `shape` forces a launch shape (tuning builds); null picks one.
-cudaError_t launch_bf16(Args a, const Launch* shape, cudaStream_t stream);
-cudaError_t launch_fp16(Args a, const Launch* shape, cudaStream_t stream);
-cudaError_t launch_fp32(Args a, const Launch* shape, cudaStream_t stream);
+cudaError_t launch_bf16(Args a, cudaStream_t stream);
+cudaError_t launch_fp16(Args a, cudaStream_t stream);
+cudaError_t launch_fp32(Args a, cudaStream_t stream);
 
 }  // namespace rmsnorm

@@ -8,18 +8,12 @@
 TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.def("rms_norm(Tensor input, Tensor? weight, float eps) -> Tensor");
   ops.def("fused_add_rms_norm(Tensor input, Tensor residual, Tensor? weight, float eps) -> (Tensor, Tensor)");
-#ifdef RMSNORM_TUNING
-  ops.def("rms_norm_tuned(Tensor input, Tensor? weight, float eps, int vpt, int tpr, int rpb) -> Tensor");
-#endif
 }
 
 #if defined(CUDA_KERNEL)
 TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CUDA, ops) {
   ops.impl("rms_norm", &rms_norm_cuda);
   ops.impl("fused_add_rms_norm", &fused_add_rms_norm_cuda);
-#ifdef RMSNORM_TUNING
-  ops.impl("rms_norm_tuned", &rms_norm_tuned_cuda);
-#endif
 }
 #elif defined(CPU_KERNEL)
 TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops) {
