@@ -9,17 +9,23 @@ from ._ops import add_op_namespace_prefix, ops
 
 __all__ = ["rms_norm", "fused_add_rms_norm", "layers"]
 
+# The overloads themselves: the packet (`ops.rms_norm`) matches the arguments
+# against its overloads on every call, ~0.4 us of host time that small inputs
+# wait for (measured on an H100 host).
+_rms_norm = ops.rms_norm.default
+_fused_add_rms_norm = ops.fused_add_rms_norm.default
+
 
 def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6) -> torch.Tensor:
     """`x * rsqrt(mean(x**2, -1) + eps) * weight`, accumulated in float32, rounded once to `x.dtype`."""
-    return ops.rms_norm(x, weight, eps)
+    return _rms_norm(x, weight, eps)
 
 
 def fused_add_rms_norm(
     x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """Returns `(rms_norm(x + residual), x + residual)`; the sum is rounded to `x.dtype` before the norm."""
-    return ops.fused_add_rms_norm(x, residual, weight, eps)
+    return _fused_add_rms_norm(x, residual, weight, eps)
 
 
 def _check_fake(x: torch.Tensor, weight: Optional[torch.Tensor]) -> None:
