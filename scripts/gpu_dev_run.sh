@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
 # One device call while developing the rmsnorm CUDA kernel: build the variant
 # for this GPU, show registers/spills and the SASS load/store forms, check that
-# a failing op raises (not crashes), then tests + benchmark (gpu_bench.sh), then
-# the variant sweep (benchmarks/variants.py) unless --no-variants.
-#   scripts/gpu_dev_run.sh [--no-variants] [benchmark.py args...]
+# a failing op raises (not crashes), then tests + benchmark (gpu_bench.sh).
+#   scripts/gpu_dev_run.sh [benchmark.py args...]
 # With the device tool: run(command="bash scripts/gpu_dev_run.sh", carry=[".whl"]).
 # Files under $OUT (8 at most come back): build.log, env.txt, tests.log,
-# bench.log, results.json, rmsnorm.png, variants.log, variants.json.
+# bench.log, results.json, rmsnorm.png.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/gpu-bench-out}; mkdir -p "$out"
-variants=1; [ "${1:-}" = --no-variants ] && { variants=0; shift; }
 export MAX_JOBS=16 PYTHONUNBUFFERED=1
 python3 "$root/scripts/gpu_dev_build.py" "$root/kernel_projects/rmsnorm" --verbose \
   >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
@@ -24,7 +22,7 @@ grep -oE "ACQBULK|PREEXIT" /tmp/sass.txt | sort | uniq -c
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
   "$root"/.whl/*.whl && export PYTHONPATH=/tmp/site
 export LOCAL_KERNELS="kernels-publisher/rmsnorm=$root/kernel_projects/rmsnorm/build"
-# An op that raises must raise, not crash (see benchmarks/NOTES.md, crash fix).
+# An op that raises must raise, not crash (a newer g++ than the loaded libstdc++ once made it crash).
 python3 - <<'PY' || echo "rms_norm with a wrong weight shape CRASHED"
 import kernels, torch
 k = kernels.get_kernel("kernels-publisher/rmsnorm", version=1)
@@ -34,10 +32,3 @@ except RuntimeError as e:
     print("rms_norm raised as it should:", str(e).splitlines()[0])
 PY
 "$root/scripts/gpu_bench.sh" "$root/kernel_projects/rmsnorm/build" "$@"
-rc=$?
-if [ $variants = 1 ]; then
-  timeout 240 python3 "$root/kernel_projects/rmsnorm/benchmarks/variants.py" --out "$out" 2>&1 \
-    | grep -v Warning > "$out/variants.log"
-  tail -52 "$out/variants.log"
-fi
-exit $rc
