@@ -1,26 +1,35 @@
 """RMSNorm on a CUDA GPU: our kernel against the transformers-style eager module,
 torch.nn.functional.rms_norm and torch.compile of the eager module.
 
-Each contender gets one CUDA graph that calls it once on each of the same K
-input sets (K chosen so the sets span well over the L2 cache); the graphs of
-all contenders for a shape are replayed in turns, in a new random order each
-round, and each reports its median time per call: GPU time, free of launch gaps
-and of L2 hits a single reused input would get, with clock drift shared by all.
-Our kernel is timed twice (ours, ours2: the spread between the two is the
-noise) and once with programmatic dependent launch off (RMSNORM_PDL=0), so the
-gain from overlapping consecutive launches shows separately. Every run checks
-our outputs on fresh random inputs against a float64 reference, with the output
-memory poisoned first. Needs LOCAL_KERNELS (or the Hub) to resolve the kernel.
+Every contender is timed two ways, on the same input sets: a pool of K sets
+that together span several times the GPU's L2 cache, used in turn, so that no
+call reads its input from the cache.
+- stream: each call launched from Python as a user's code launches it
+  (`kernel.rms_norm(x, w, eps)`), CUDA events around a few hundred calls. This
+  is what a user sees: GPU time where the GPU is the bottleneck, the host's
+  cost per call (Python, dispatcher, launch) where the host is.
+- graph: a CUDA graph of one call per set, replayed: GPU time alone, without
+  the host's cost. Shows how far the stream figure is from the kernel's own.
+Also printed: the host's cost of one call (a tiny input, CPU time per launch),
+with autograd on (the default) and under torch.inference_mode.
+The contenders of a shape take turns (one sample each per round, in a new
+random order every round), so clock drift hits all alike; each reports its
+median time per call. Our op is timed twice (ours, ours2): the spread between
+the two is the noise. The copy ceiling is a device-to-device copy of the same
+bytes (the faster of `x.clone()` and `torch.neg(x)`, each allocating its output
+as our op does), timed the same way in the same rotation. Every run first
+checks our outputs on fresh random inputs against a float64 reference, with the
+output memory poisoned. Needs LOCAL_KERNELS (or the Hub) to resolve the kernel.
 
-    python benchmarks/benchmark.py [--dtypes bfloat16,float16,float32] [--out DIR] [--tune]
+    python benchmarks/benchmark.py [--dtypes bfloat16,float16,float32] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
-import os
 import platform
 import random
 import statistics
@@ -40,10 +49,17 @@ SHAPES = [
     (1, 2048, 4096), (1, 4096, 4096), (4, 512, 4096), (8, 256, 4096), (1, 8192, 4096),
 ]
 EPS = 1e-6
-FOOTPRINT = 320 << 20  # bytes touched per graph replay: over 6x the H100's 50 MB L2
+L2_MULTIPLE = 6  # the input sets of a shape span this many L2 caches
 MAX_SETS = 160
+# Launches per stream sample: enough for SAMPLE_US, so that the latency of the
+# first launch (a few µs, before the GPU has work) stays well under 1 %.
+SAMPLE_US = 4000
+MIN_CALLS = 20
+ROUNDS = 20
+BIG_MIB = 32  # the bandwidth claim is for tensors of this size and up
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 TOLERANCE = {torch.bfloat16: 8e-3, torch.float16: 1e-3, torch.float32: 1e-5}  # relative norm error
+MODES = ("stream", "graph")
 
 
 def eager_rms_norm(x, weight):
@@ -61,13 +77,7 @@ def eager_add_rms_norm(x, r, weight):
 
 
 def capture(fn, arg_sets):
-    """A CUDA graph of one call of fn per argument set (after a warm-up outside it)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for args in arg_sets[:3]:
-            fn(*args)
-    torch.cuda.current_stream().wait_stream(side)
+    """A CUDA graph of one call of fn per argument set."""
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for args in arg_sets:
@@ -77,62 +87,104 @@ def capture(fn, arg_sets):
     return graph
 
 
-def time_interleaved(fns, arg_sets, replays=30):
-    """Median GPU time (µs) of one call of each fn in `fns` (name -> fn), from
-    graph replays over the rotated sets, the contenders taking turns."""
-    graphs = {name: capture(fn, arg_sets) for name, fn in fns.items()}
-    samples = {name: [] for name in graphs}
-    order = list(graphs)
-    for _ in range(replays):
+def stream_runner(fn, arg_sets):
+    """Launches of fn from Python, whole passes over the sets, about SAMPLE_US long."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    probe = arg_sets * math.ceil(10 / len(arg_sets))
+    start.record()
+    for args in probe:
+        fn(*args)
+    end.record()
+    end.synchronize()
+    per_call_us = start.elapsed_time(end) * 1e3 / len(probe)
+    calls = max(MIN_CALLS, math.ceil(SAMPLE_US / per_call_us))
+    calls = list(itertools.islice(itertools.cycle(arg_sets), len(arg_sets) * math.ceil(calls / len(arg_sets))))
+
+    def run():
+        for args in calls:
+            fn(*args)
+
+    return run, len(calls)
+
+
+def time_interleaved(fns, arg_sets, mode):
+    """Median time (µs) of one call of each fn in `fns` (name -> fn), contenders taking turns."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up: compilation, autotuning, allocator
+        for fn in fns.values():
+            for args in arg_sets[:3]:
+                fn(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    if mode == "graph":
+        runners = {name: (capture(fn, arg_sets).replay, len(arg_sets)) for name, fn in fns.items()}
+    else:
+        runners = {name: stream_runner(fn, arg_sets) for name, fn in fns.items()}
+    samples = {name: [] for name in runners}
+    order = list(runners)
+    for _ in range(ROUNDS):
         random.shuffle(order)
         for name in order:
+            run, calls = runners[name]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            graphs[name].replay()
+            run()
             end.record()
             end.synchronize()
-            samples[name].append(start.elapsed_time(end) * 1e3 / len(arg_sets))
-    del graphs
+            samples[name].append(start.elapsed_time(end) * 1e3 / calls)
+    del runners
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
-def time_per_call(fn, arg_sets, replays=30):
-    return time_interleaved({"fn": fn}, arg_sets, replays)["fn"]
-
-
-def without_pdl(fn):
-    """fn launched with programmatic dependent launch off (read at launch, so at capture)."""
-
-    def call(*args):
-        os.environ["RMSNORM_PDL"] = "0"
-        try:
-            return fn(*args)
-        finally:
-            del os.environ["RMSNORM_PDL"]
-
-    return call
-
-
-def copy_us(arg_sets):
-    """Fastest device-to-device copy of each set's input into its output: the
-    memcpy path (copy engines inside a graph) and an SM kernel (elementwise neg)."""
-    return min(
-        time_per_call(lambda x, o: o.copy_(x), arg_sets),
-        time_per_call(lambda x, o: torch.neg(x, out=o), arg_sets),
-    )
+def host_cost(kernel, calls=3000):
+    """CPU µs per call on a tiny input (the GPU keeps up, so this is the host's time alone)."""
+    x = torch.randn(8, 4096, device="cuda", dtype=torch.bfloat16)
+    r, w = torch.randn_like(x), torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    compiled_norm = torch.compile(eager_rms_norm, dynamic=False)
+    compiled_add = torch.compile(eager_add_rms_norm, dynamic=False)
+    fns = {
+        "ours": lambda: kernel.rms_norm(x, w, EPS),
+        "fused_ours": lambda: kernel.fused_add_rms_norm(x, r, w, EPS),
+        "f_rms_norm": lambda: F.rms_norm(x, (4096,), w, EPS),
+        "compiled": lambda: compiled_norm(x, w),
+        "fused_compiled": lambda: compiled_add(x, r, w),
+        "clone": lambda: x.clone(),
+    }
+    result = {}
+    for mode, context in (("autograd", torch.enable_grad), ("inference_mode", torch.inference_mode)):
+        with context():
+            samples = {name: [] for name in fns}
+            for fn in fns.values():
+                for _ in range(100):
+                    fn()
+            order = list(fns)
+            for _ in range(7):
+                random.shuffle(order)
+                for name in order:
+                    torch.cuda.synchronize()
+                    start = time.perf_counter()
+                    for _ in range(calls):
+                        fns[name]()
+                    samples[name].append((time.perf_counter() - start) / calls * 1e6)
+            torch.cuda.synchronize()
+        result[mode] = {name: statistics.median(v) for name, v in samples.items()}
+    return result
 
 
 def copy_bandwidth() -> float:
-    """Bytes read + written per second by the fastest large copy (the ceiling)."""
-    src = torch.randn(1 << 29, device="cuda", dtype=torch.bfloat16)  # 1 GiB
-    us = copy_us([[src, torch.empty_like(src)]] * 4)
-    return 2 * src.numel() * src.element_size() / (us * 1e-6)
+    """Bytes read + written per second by the faster of two 1 GiB device copies (graph-timed)."""
+    src = torch.randn(1 << 29, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    times = time_interleaved({"copy": lambda: dst.copy_(src), "neg": lambda: torch.neg(src, out=dst)}, [()] * 4, "graph")
+    return 2 * src.numel() * src.element_size() / (min(times.values()) * 1e-6)
 
 
 def make_sets(shape, dtype, tensors_per_call):
     numel = math.prod(shape)
     per_call = numel * torch.finfo(dtype).bits // 8 * (2 * tensors_per_call)
-    k = max(2, min(MAX_SETS, math.ceil(FOOTPRINT / per_call)))
+    footprint = L2_MULTIPLE * torch.cuda.get_device_properties(0).L2_cache_size
+    k = max(2, min(MAX_SETS, math.ceil(footprint / per_call)))
     return [[torch.randn(shape, device="cuda", dtype=dtype) for _ in range(tensors_per_call)] for _ in range(k)]
 
 
@@ -169,75 +221,46 @@ def check(kernel, shape, dtype):
     return max(errors)
 
 
-def bench_shape(kernel, shape, dtype, compiled_norm, compiled_add):
+def bench_shape(kernel, shape, dtype):
     hidden = shape[-1]
+    # One compiled graph per shape, as a model with static shapes has: a cache
+    # of every shape seen so far would make each compiled call check them all.
+    torch._dynamo.reset()
+    compiled_norm = torch.compile(eager_rms_norm, dynamic=False)
+    compiled_add = torch.compile(eager_add_rms_norm, dynamic=False)
     w = torch.randn(hidden, device="cuda", dtype=dtype)
     esize = torch.finfo(dtype).bits // 8
     numel = math.prod(shape)
-    row = {"shape": list(shape), "dtype": str(dtype).removeprefix("torch."), "mib": numel * esize / 2**20}
-    row["max_rel_error"] = check(kernel, shape, dtype)
+    row = {"shape": list(shape), "dtype": str(dtype).removeprefix("torch."), "mib": numel * esize / 2**20,
+           "bytes": 2 * numel * esize, "fused_bytes": 4 * numel * esize, "max_rel_error": check(kernel, shape, dtype)}
 
-    sets = make_sets(shape, dtype, 1)
-    out_sets = [[x, torch.empty_like(x)] for (x,) in sets]
-    row["copy_us"] = copy_us(out_sets)
-    del out_sets
     ours = lambda x: kernel.rms_norm(x, w, EPS)  # noqa: E731
-    times = time_interleaved(
-        {
-            "ours_us": ours,
-            "ours2_us": ours,
-            "ours_nopdl_us": without_pdl(ours),
-            "eager_us": lambda x: eager_rms_norm(x, w),
-            "f_rms_norm_us": lambda x: F.rms_norm(x, (hidden,), w, EPS),
-            "compiled_us": lambda x: compiled_norm(x, w),
-        },
-        sets,
-    )
-    row.update(times)
-    row["bytes"] = (2 * numel + hidden) * esize
-    del sets
-
-    sets = make_sets(shape, dtype, 2)
+    norm = {
+        "ours": ours,
+        "ours2": ours,
+        "eager": lambda x: eager_rms_norm(x, w),
+        "f_rms_norm": lambda x: F.rms_norm(x, (hidden,), w, EPS),
+        "compiled": lambda x: compiled_norm(x, w),
+        "clone": lambda x: x.clone(),
+        "neg": lambda x: torch.neg(x),
+    }
     fused = lambda x, r: kernel.fused_add_rms_norm(x, r, w, EPS)  # noqa: E731
-    times = time_interleaved(
-        {
-            "fused_ours_us": fused,
-            "fused_ours2_us": fused,
-            "fused_ours_nopdl_us": without_pdl(fused),
-            "fused_unfused_ours_us": lambda x, r: kernel.rms_norm(x + r, w, EPS),
-            "fused_eager_us": lambda x, r: eager_add_rms_norm(x, r, w),
-            "fused_compiled_us": lambda x, r: compiled_add(x, r, w),
-        },
-        sets,
-    )
-    row.update(times)
-    row["fused_bytes"] = (4 * numel + hidden) * esize
+    fused_norm = {
+        "fused_ours": fused,
+        "fused_ours2": fused,
+        "fused_unfused_ours": lambda x, r: kernel.rms_norm(x + r, w, EPS),
+        "fused_eager": lambda x, r: eager_add_rms_norm(x, r, w),
+        "fused_compiled": lambda x, r: compiled_add(x, r, w),
+    }
+    for contenders, tensors in ((norm, 1), (fused_norm, 2)):
+        sets = make_sets(shape, dtype, tensors)
+        for mode in MODES:
+            times = time_interleaved(contenders, sets, mode)
+            row[mode] = {**row.get(mode, {}), **times}
+        del sets
+    for mode in MODES:
+        row[mode]["copy"] = min(row[mode].pop("clone"), row[mode].pop("neg"))
     return row
-
-
-def tune(kernel, dtype):
-    """Sweep launch shapes of the register-resident kernel (needs a --define RMSNORM_TUNING build)."""
-    max_threads = {1: 1024, 2: 1024, 4: 512, 8: 256}
-    print(f"\ntuning {dtype}: µs per call for (vectors/thread, threads/row, rows/block)")
-    best = {}
-    for shape in sorted(set(SHAPES), key=math.prod):
-        hidden = shape[-1]
-        vectors = hidden // (16 // (torch.finfo(dtype).bits // 8))
-        w = torch.randn(hidden, device="cuda", dtype=dtype)
-        sets = make_sets(shape, dtype, 1)
-        results = {}
-        for vpt, limit in max_threads.items():
-            tpr = ((vectors + vpt - 1) // vpt + 31) // 32 * 32
-            for rpb in (1, 2, 4, 8):
-                if tpr * rpb > limit:
-                    continue
-                results[(vpt, tpr, rpb)] = time_per_call(
-                    lambda x: kernel.ops.rms_norm_tuned(x, w, EPS, vpt, tpr, rpb), sets, replays=15
-                )
-        ordered = sorted(results.items(), key=lambda kv: kv[1])
-        best[shape] = ordered[0]
-        print(f"{'x'.join(map(str, shape)):>14}  " + "  ".join(f"{k}:{v:.1f}" for k, v in ordered[:6]))
-    return best
 
 
 def environment():
@@ -248,6 +271,7 @@ def environment():
     return {
         "device": torch.cuda.get_device_name(0),
         "sms": props.multi_processor_count,
+        "l2_mib": props.L2_cache_size / 2**20,
         "driver": driver,
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
@@ -256,41 +280,44 @@ def environment():
     }
 
 
-def table(rows, copy_bw):
-    """ours2: the same kernel timed again (noise); noPDL: ours with RMSNORM_PDL=0; x: speedups of ours."""
+def pct_copy(r, mode, key="ours", bytes_key="bytes"):
+    """Our bandwidth as a percentage of the copy's at the same shape (copy moves `bytes`)."""
+    return 100 * (r[bytes_key] / r[mode][key]) / (r["bytes"] / r[mode]["copy"])
+
+
+def table(rows, mode):
     lines = [
-        f"{'shape':>14} {'MiB':>4} {'copy':>6} {'ours':>6} {'ours2':>6} {'noPDL':>6} {'eager':>7} {'F.rms':>6} {'compl':>6}"
-        f" {'xEag':>5} {'xF':>5} {'xCmp':>5} {'xCmpN':>5} {'%copy':>5} | {'fused':>6} {'noPDL':>6} {'unfus':>6} {'eager':>7}"
-        f" {'compl':>6} {'xCmp':>5} {'xCmpN':>5} {'%copy':>5}"
+        f"{'shape':>14} {'MiB':>4} {'copy':>6} {'ours':>6} {'ours2':>6} {'eager':>7} {'F.rms':>6} {'compl':>6}"
+        f" {'xEag':>5} {'xF':>5} {'xCmp':>5} {'%copy':>5} | {'fused':>6} {'unfus':>6} {'eager':>7} {'compl':>6}"
+        f" {'xEag':>5} {'xCmp':>5} {'%copy':>5}"
     ]
     for r in rows:
-        gbs = r["bytes"] / r["ours_us"] / 1e3
-        fgbs = r["fused_bytes"] / r["fused_ours_us"] / 1e3
+        t = r[mode]
         lines.append(
-            f"{'x'.join(map(str, r['shape'])):>14} {r['mib']:4.0f} {r['copy_us']:6.1f} {r['ours_us']:6.2f} {r['ours2_us']:6.2f}"
-            f" {r['ours_nopdl_us']:6.2f} {r['eager_us']:7.1f} {r['f_rms_norm_us']:6.1f} {r['compiled_us']:6.2f}"
-            f" {r['eager_us'] / r['ours_us']:5.2f} {r['f_rms_norm_us'] / r['ours_us']:5.2f} {r['compiled_us'] / r['ours_us']:5.2f}"
-            f" {r['compiled_us'] / r['ours_nopdl_us']:5.2f} {100 * gbs * 1e9 / copy_bw:5.1f} | {r['fused_ours_us']:6.2f}"
-            f" {r['fused_ours_nopdl_us']:6.2f} {r['fused_unfused_ours_us']:6.1f} {r['fused_eager_us']:7.1f} {r['fused_compiled_us']:6.2f}"
-            f" {r['fused_compiled_us'] / r['fused_ours_us']:5.2f} {r['fused_compiled_us'] / r['fused_ours_nopdl_us']:5.2f}"
-            f" {100 * fgbs * 1e9 / copy_bw:5.1f}"
+            f"{'x'.join(map(str, r['shape'])):>14} {r['mib']:4.0f} {t['copy']:6.1f} {t['ours']:6.2f} {t['ours2']:6.2f}"
+            f" {t['eager']:7.1f} {t['f_rms_norm']:6.1f} {t['compiled']:6.2f} {t['eager'] / t['ours']:5.2f}"
+            f" {t['f_rms_norm'] / t['ours']:5.2f} {t['compiled'] / t['ours']:5.2f} {pct_copy(r, mode):5.1f}"
+            f" | {t['fused_ours']:6.2f} {t['fused_unfused_ours']:6.1f} {t['fused_eager']:7.1f} {t['fused_compiled']:6.2f}"
+            f" {t['fused_eager'] / t['fused_ours']:5.2f} {t['fused_compiled'] / t['fused_ours']:5.2f}"
+            f" {pct_copy(r, mode, 'fused_ours', 'fused_bytes'):5.1f}"
         )
     return "\n".join(lines)
 
 
-def summary(rows, copy_bw):
-    big = [r for r in rows if r["mib"] >= 32]
+def summary(rows, mode, copy_bw):
+    big = [r for r in rows if r["mib"] >= BIG_MIB]
+    t = [r[mode] for r in rows]
     return {
-        "mean_speedup_vs_eager": statistics.mean(r["eager_us"] / r["ours_us"] for r in rows),
-        "min_speedup_vs_f_rms_norm": min(r["f_rms_norm_us"] / r["ours_us"] for r in rows),
-        "min_speedup_vs_compiled": min(r["compiled_us"] / r["ours_us"] for r in rows),
-        "min_speedup_vs_compiled_without_pdl": min(r["compiled_us"] / r["ours_nopdl_us"] for r in rows),
-        "min_pct_copy_bw_ge_32mib": min(100 * r["bytes"] / (r["ours_us"] * 1e-6) / copy_bw for r in big) if big else None,
-        "mean_fused_speedup_vs_eager": statistics.mean(r["fused_eager_us"] / r["fused_ours_us"] for r in rows),
-        "min_fused_speedup_vs_compiled": min(r["fused_compiled_us"] / r["fused_ours_us"] for r in rows),
-        "min_fused_speedup_vs_compiled_without_pdl": min(r["fused_compiled_us"] / r["fused_ours_nopdl_us"] for r in rows),
+        "geomean_speedup_vs_eager": statistics.geometric_mean(x["eager"] / x["ours"] for x in t),
+        "min_speedup_vs_f_rms_norm": min(x["f_rms_norm"] / x["ours"] for x in t),
+        "min_speedup_vs_compiled": min(x["compiled"] / x["ours"] for x in t),
+        "min_pct_copy_ge_32mib": min(pct_copy(r, mode) for r in big) if big else None,
+        "min_pct_1gib_copy_ge_32mib": min(100 * r["bytes"] / (r[mode]["ours"] * 1e-6) / copy_bw for r in big) if big else None,
+        "geomean_fused_speedup_vs_eager": statistics.geometric_mean(x["fused_eager"] / x["fused_ours"] for x in t),
+        "min_fused_speedup_vs_compiled": min(x["fused_compiled"] / x["fused_ours"] for x in t),
+        "min_fused_pct_copy_ge_32mib": min(pct_copy(r, mode, "fused_ours", "fused_bytes") for r in big) if big else None,
         "max_same_kernel_spread_pct": max(
-            100 * abs(r[a] - r[b]) / r[a] for r in rows for a, b in (("ours_us", "ours2_us"), ("fused_ours_us", "fused_ours2_us"))
+            100 * abs(x[a] - x[b]) / x[a] for x in t for a, b in (("ours", "ours2"), ("fused_ours", "fused_ours2"))
         ),
     }
 
@@ -304,63 +331,59 @@ def plot(results, path):
     rows = results["dtypes"]["bfloat16"]["rows"]
     labels = ["x".join(map(str, r["shape"])) for r in rows]
     xs = range(len(rows))
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 8), sharex=True)
-    width = 0.2
-    contenders = [
-        ("ours_us", "rmsnorm (this kernel)"),
-        ("ours_nopdl_us", "rmsnorm, RMSNORM_PDL=0"),
-        ("f_rms_norm_us", "F.rms_norm"),
-        ("compiled_us", "torch.compile(eager)"),
-    ]
+    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(12, 10), sharex=True)
+    width = 0.27
+    contenders = [("ours", "rmsnorm (this kernel)"), ("f_rms_norm", "F.rms_norm"), ("compiled", "torch.compile(eager)")]
     for i, (key, name) in enumerate(contenders):
-        ax1.bar([x + (i - 1.5) * width for x in xs], [r["eager_us"] / r[key] for r in rows], width, label=name)
-    ax1.axhline(1, color="gray", lw=0.8)
-    ax1.set_ylabel("speedup over eager (x)")
-    ax1.legend()
-    copy_bw = results["copy_bandwidth_gbs"] * 1e9
-    for i, (key, name) in enumerate(contenders):
-        ax2.bar([x + (i - 1.5) * width for x in xs], [100 * r["bytes"] / (r[key] * 1e-6) / copy_bw for r in rows], width, label=name)
-    ax2.axhline(80, color="red", lw=0.8, ls="--")
-    ax2.set_ylabel("% of measured copy bandwidth")
-    ax2.set_xticks(list(xs))
-    ax2.set_xticklabels(labels, rotation=45, ha="right")
+        at = [x + (i - 1) * width for x in xs]
+        ax1.bar(at, [r["stream"]["eager"] / r["stream"][key] for r in rows], width, label=name)
+        ax2.bar(at, [pct_copy(r, "stream", key) for r in rows], width, label=name)
+    ax1.set_ylabel("RMSNorm: speedup over eager (x)")
+    ax1.set_ylim(0, ax1.get_ylim()[1] * 1.25)
+    ax1.legend(ncol=3, loc="upper left")
+    ax2.axhline(100, color="gray", lw=0.8)
+    ax2.set_ylim(0, ax2.get_ylim()[1] * 1.15)
+    ax2.set_ylabel("RMSNorm: % of copy bandwidth")
+    fused = [("fused_ours", "fused_add_rms_norm (this kernel)"), ("fused_compiled", "torch.compile(eager add + norm)")]
+    for i, (key, name) in enumerate(fused):
+        ax3.bar([x + (i - 0.5) * width for x in xs], [r["stream"]["fused_eager"] / r["stream"][key] for r in rows],
+                width, label=name, color=f"C{3 + i}")
+    ax3.set_ylabel("add + norm: speedup over eager (x)")
+    ax3.set_ylim(0, ax3.get_ylim()[1] * 1.25)
+    ax3.legend(ncol=2, loc="upper left")
+    ax3.set_xticks(list(xs))
+    ax3.set_xticklabels(labels, rotation=45, ha="right")
     env = results["environment"]
-    fig.suptitle(f"RMSNorm bf16 on {env['device']} (torch {env['torch']}, CUDA {env['cuda']})")
+    fig.suptitle(f"RMSNorm bf16, calls launched from Python, on {env['device']} (torch {env['torch']}, CUDA {env['cuda']})")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtypes", default="bfloat16,float16,float32")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
-    parser.add_argument("--tune", action="store_true", help="sweep launch shapes (tuning build only)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("benchmark needs a CUDA GPU", file=sys.stderr)
         return 2
     kernel = kernels.get_kernel("kernels-publisher/rmsnorm", version=1)
-    # One compiled graph per shape and dtype, as a model with static shapes gets.
-    torch._dynamo.config.recompile_limit = 1024
-    torch._dynamo.config.accumulated_recompile_limit = 4096
     torch.manual_seed(int(time.time()))
-    if args.tune:
-        for name in args.dtypes.split(","):
-            tune(kernel, DTYPES[name])
-        return 0
 
     copy_bw = copy_bandwidth()
-    results = {"environment": environment(), "copy_bandwidth_gbs": copy_bw / 1e9, "dtypes": {}}
-    print(f"{results['environment']}\ncopy bandwidth (read+write): {copy_bw / 1e9:.0f} GB/s")
-    text = []
+    host = host_cost(kernel)
+    results = {"environment": environment(), "copy_bandwidth_gbs": copy_bw / 1e9, "host_us": host, "dtypes": {}}
+    print(f"{results['environment']}\n1 GiB copy (read+write): {copy_bw / 1e9:.0f} GB/s")
+    text = ["\nhost µs per call (8x4096 bf16): " + "; ".join(
+        f"{mode}: " + ", ".join(f"{name} {us:.1f}" for name, us in costs.items()) for mode, costs in host.items())]
     for name in args.dtypes.split(","):
         dtype = DTYPES[name]
-        compiled_norm = torch.compile(eager_rms_norm, dynamic=False)
-        compiled_add = torch.compile(eager_add_rms_norm, dynamic=False)
-        rows = [bench_shape(kernel, shape, dtype, compiled_norm, compiled_add) for shape in SHAPES]
-        results["dtypes"][name] = {"rows": rows, "summary": summary(rows, copy_bw)}
-        text.append(f"\n{name} (µs per call; x = speedup of ours, xCmpN: of ours without PDL; %copy of {copy_bw / 1e9:.0f} GB/s)\n{table(rows, copy_bw)}")
-        text.append(json.dumps(results["dtypes"][name]["summary"], indent=1))
+        rows = [bench_shape(kernel, shape, dtype) for shape in SHAPES]
+        results["dtypes"][name] = {"rows": rows, "summary": {mode: summary(rows, mode, copy_bw) for mode in MODES}}
+        for mode in MODES:
+            text.append(f"\n{name}, {mode} (µs per call; x = speedup of ours; %copy = of a copy of the same bytes)")
+            text.append(table(rows, mode))
+            text.append(json.dumps(results["dtypes"][name]["summary"][mode], indent=1))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     if "bfloat16" in results["dtypes"]:
