@@ -5,7 +5,7 @@ Every contender is timed two ways, on the same input sets: a pool of K sets
 that together span several times the GPU's L2 cache, used in turn, so that no
 call reads its input from the cache.
 - stream: each call launched from Python as a user's code launches it
-  (`kernel.rms_norm(x, w, eps)`), CUDA events around a few hundred calls. This
+  (`kernel.rms_norm(x, w, eps)`), CUDA events around >= 4 ms of calls. This
   is what a user sees: GPU time where the GPU is the bottleneck, the host's
   cost per call (Python, dispatcher, launch) where the host is.
 - graph: a CUDA graph of one call per set, replayed: GPU time alone, without
