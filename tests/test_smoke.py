@@ -148,7 +148,7 @@ def test_rmsnorm_cpu_variant_passes(tmp_path):
 
 
 def test_cuda_variant_without_gpu_is_loaded_not_run(broken_cuda_project):
-    result, report = run_test(broken_cuda_project, "--variant", CUDA_VARIANT, op="crash")
+    result, report = run_test(broken_cuda_project, "--variant", CUDA_VARIANT, "--allow-load-only", op="crash")
     assert result.returncode == 0, result.stderr
     _, entry = only_entry(report)
     assert entry["status"] == "loaded-not-run" and entry["on_hardware"] is False
@@ -158,8 +158,9 @@ def test_cuda_variant_without_gpu_is_loaded_not_run(broken_cuda_project):
     assert entry["device"]["torch"].startswith("2.11") and entry["device"]["cuda"] == "13.0"
 
 
-def test_require_gpu_fails_a_cuda_variant_without_gpu(broken_cuda_project):
-    result, report = run_test(broken_cuda_project, "--variant", CUDA_VARIANT, "--require-gpu")
+@pytest.mark.parametrize("flags", [(), ("--require-gpu",)], ids=["default", "require-gpu"])
+def test_loaded_not_run_fails_the_run_unless_load_only_is_allowed(broken_cuda_project, flags):
+    result, report = run_test(broken_cuda_project, "--variant", CUDA_VARIANT, *flags)
     assert result.returncode == 1
     _, entry = only_entry(report)
     assert entry["status"] == "loaded-not-run"
@@ -193,3 +194,22 @@ def test_every_variant_in_one_run(broken_cuda_project):
     assert statuses[CUDA_VARIANT] == "loaded-not-run"
     cpu = next(n for n in statuses if n != CUDA_VARIANT)
     assert statuses[cpu] == "failed" and result.returncode == 1
+
+
+@pytest.mark.parametrize("test_file, reason", [
+    ("import pytest\n\n\ndef test_needs_gpu():\n    pytest.skip('needs a CUDA device')\n\n\n"
+     "@pytest.mark.skip(reason='needs a CUDA device')\ndef test_other():\n    pass\n",
+     "all 2 test(s) skipped (e.g. Skipped: needs a CUDA device)"),
+    ("def helper():\n    return 1\n", "no test ran"),
+], ids=["all-skipped", "none-collected"])
+def test_a_variant_that_ran_no_test_is_untested_not_passed(noarch_project, fresh_copy, test_file, reason):
+    project = fresh_copy(noarch_project)
+    write_files(project, {"tests/test_halve.py": test_file})
+    result, report = run_test(project)
+    assert result.returncode == 1, result.stdout + result.stderr
+    _, entry = only_entry(report)
+    assert entry["status"] == "untested" and entry["on_hardware"] is False
+    assert entry["tests"]["passed"] == 0
+    assert entry["reason"].startswith(reason)
+    table = publisher_cli("test", str(project)).stdout
+    assert "untested (no test ran)" in table

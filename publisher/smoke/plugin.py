@@ -61,12 +61,15 @@ def pytest_runtest_logstart(nodeid, location):
 
 
 def pytest_runtest_logreport(report):
+    # A skip's longrepr is (file, line, "Skipped: reason").
+    skip = report.longrepr[2] if report.skipped and isinstance(report.longrepr, tuple) else None
     _emit(
         event="report",
         nodeid=report.nodeid,
         when=report.when,
         outcome=report.outcome,
         xfail=hasattr(report, "wasxfail"),
+        **({"reason": str(skip)} if skip else {}),
     )
 
 

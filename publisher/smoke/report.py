@@ -34,6 +34,7 @@ class EventSummary:
     counts: TestCounts
     unfinished: str | None  # the test that was running when the process died
     failing: tuple[str, ...] = ()  # node ids of failed/errored tests
+    skip_reasons: tuple[str, ...] = ()  # distinct, in order seen
 
 
 def read_events(path: Path) -> EventSummary:
@@ -43,6 +44,7 @@ def read_events(path: Path) -> EventSummary:
     started: list[str] = []
     finished: set[str] = set()
     collect_errors: list[str] = []
+    skip_reasons: dict[str, None] = {}
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -61,6 +63,8 @@ def read_events(path: Path) -> EventSummary:
             finished.add(node)
         elif kind == "report":
             outcome[node] = _fold(outcome.get(node), ev)
+            if ev.get("reason"):
+                skip_reasons.setdefault(str(ev["reason"]), None)
     unfinished = next((n for n in reversed(started) if n not in finished), None)
     if unfinished is not None:
         outcome[unfinished] = "failed"
@@ -72,7 +76,7 @@ def read_events(path: Path) -> EventSummary:
         errors=values.count("error") + len(collect_errors),
     )
     failing = tuple(collect_errors) + tuple(n for n, o in outcome.items() if o in ("failed", "error"))
-    return EventSummary(counts, unfinished, failing)
+    return EventSummary(counts, unfinished, failing, tuple(skip_reasons))
 
 
 def _fold(previous: str | None, ev: dict) -> str | None:
@@ -114,7 +118,7 @@ def tail(text: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
 @dataclass(frozen=True)
 class VariantTestResult:
     variant: str
-    status: str  # passed | failed | loaded-not-run | error
+    status: str  # passed | failed | untested (nothing ran: all skipped or none collected) | loaded-not-run | error
     fingerprint: str | None
     on_hardware: bool
     device: dict = field(default_factory=dict)
@@ -141,6 +145,10 @@ class VariantTestResult:
         }
 
 
+# How a status reads in tables and on the card.
+STATUS_LABELS = {"loaded-not-run": "loaded, not run", "untested": "untested (no test ran)"}
+
+
 def describe_device(device: dict) -> str:
     torch = f"torch {device.get('torch')}" if device.get("torch") else "torch ?"
     cuda = f" CUDA {device['cuda']}" if device.get("cuda") else ""
@@ -152,7 +160,7 @@ def describe_device(device: dict) -> str:
 def render_table(results: list[VariantTestResult]) -> str:
     rows = [("VARIANT", "RESULT", "TESTS", "ON", "TIME")]
     for r in results:
-        label = {"loaded-not-run": "loaded, not run"}.get(r.status, r.status)
+        label = STATUS_LABELS.get(r.status, r.status)
         rows.append((r.variant, label, str(r.tests), describe_device(r.device) if r.device else "-", f"{r.seconds:.1f}s"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]

@@ -41,7 +41,7 @@ class TestOptions:
     repo_id: str | None = None  # --repo-id, else [general.hub] repo-id, else found in tests/
     timeout: float = 1800.0  # the whole variant (subprocess), seconds
     test_timeout: float = 300.0  # one test (pytest-timeout, when installed), seconds
-    require_gpu: bool = False
+    require_gpu: bool = True  # False (--allow-load-only): "loaded, not run" does not fail the run
     all_tests: bool = False  # run all of tests/, not only the kernels_ci-marked tests
 
 
@@ -141,6 +141,14 @@ def _failure_reason(result: runner.RunResult, events: report.EventSummary, optio
     return f"{events.counts.failed + events.counts.errors} test(s) failed: {failing}" if failing else result.first_error_line()
 
 
+def _untested_reason(events: report.EventSummary) -> str:
+    skipped = events.counts.skipped
+    if not skipped:
+        return "no test ran (none collected, or all deselected)"
+    why = f" (e.g. {events.skip_reasons[0]})" if events.skip_reasons else ""
+    return f"all {skipped} test(s) skipped{why}"
+
+
 def run_variant(
     target: VariantUnderTest,
     env: TestEnvironment,
@@ -201,10 +209,11 @@ def run_variant(
         if run.ok and load_only:
             return result("loaded-not-run", on_hardware=False,
                           reason=f"no {accelerator.upper()} device here: imported and op registration checked, tests not run", **common)
+        if (run.ok or run.returncode == 5) and not events.counts.passed:
+            # Nothing ran: all skipped, or none collected. Not a pass, whatever pytest's exit code.
+            return result("untested", on_hardware=False, reason=_untested_reason(events), **common)
         if run.ok:
             return result("passed", on_hardware=True, **common)
-        if run.returncode == 5 and not run.timed_out:
-            return result("error", on_hardware=False, reason="no tests were collected", **common)
         if run.returncode in (3, 4) and not events.unfinished:
             return result("error", on_hardware=False, reason=f"pytest could not run (exit {run.returncode}): {run.first_error_line()}", **common)
         return result("failed", on_hardware=not load_only, reason=_failure_reason(run, events, options), **common)

@@ -34,9 +34,9 @@ class TestRun:
     require_gpu: bool
 
     def blocking(self) -> list[VariantTestResult]:
-        """Variants that make the run fail: failed, not testable, or (with
-        --require-gpu) not run on their hardware."""
-        bad = {"failed", "error"} | ({"loaded-not-run"} if self.require_gpu else set())
+        """Variants that make the run fail: failed, not testable, no test run,
+        or only loaded because the hardware is missing (unless --allow-load-only)."""
+        bad = {"failed", "error", "untested"} | ({"loaded-not-run"} if self.require_gpu else set())
         return [r for r in self.results if r.status in bad]
 
     @property
