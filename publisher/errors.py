@@ -2,7 +2,9 @@
 
 Exit codes: 0 ok, 1 the job found errors (check errors, a failed variant,
 a refused push), 2 usage errors (bad flags, missing path), 3 an outside
-service failed (Hub unreachable, Docker engine down, nix missing).
+service failed (Hub unreachable, Docker engine down, nix missing), 4 the
+kernel was published (branch committed and verified) but a later step failed
+(the card commit to main): rerunning the push finishes it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
+EXIT_PUBLISHED_INCOMPLETE = 4
 
 
 class PublisherError(Exception):
@@ -39,3 +42,9 @@ class EnvironmentProblem(PublisherError):
     """Something outside the project is missing or broken (engine, nix, network)."""
 
     exit_code = EXIT_ENVIRONMENT
+
+
+class PublishedIncomplete(PublisherError):
+    """The version branch holds the verified release; a step after it failed."""
+
+    exit_code = EXIT_PUBLISHED_INCOMPLETE

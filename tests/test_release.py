@@ -7,20 +7,35 @@ from __future__ import annotations
 import pytest
 from huggingface_hub import HfApi
 
+from publisher.matrix import load_matrix
 from smoke_fixtures import publisher_cli
 
 pytestmark = pytest.mark.slow
 CPU_ONLY = "torch*-cpu*"
 
 
-def release(project, repo, hub, *args, op="doubled"):
+def release(project, repo, hub, *args, op="doubled", partial=True):
+    """The local CPU variant only: no required cell, hence --partial."""
     env = dict(hub.env(), BROKEN_OP=op)
     return publisher_cli("release", str(project), "--repo", repo, "--local", "--variant", CPU_ONLY,
-                         "--endpoint", hub.url, *args, env=env)
+                         "--endpoint", hub.url, *(["--partial"] if partial else []), *args, env=env)
 
 
 def repo_exists(hub, repo: str) -> bool:
     return HfApi(endpoint=hub.url, token=hub.write_token).repo_exists(repo, repo_type="kernel")
+
+
+def test_release_lacking_required_variants_stops_before_the_build(broken_project, hub_env):
+    repo = "release-test/broken-partial"
+    result = release(broken_project, repo, hub_env, partial=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "release stopped before the build: PP201" in result.stderr
+    required_cpu = [f"torch{c.torch.replace('.', '')}-cxx11-cpu-x86_64-linux" for c in load_matrix().cells
+                    if c.required and c.compute == "cpu" and c.platform == "x86_64-linux"]
+    assert required_cpu and all(name in result.stderr for name in required_cpu)
+    assert "x86_64-linux: " in result.stderr
+    assert "--partial" in result.stderr and "== build" not in result.stderr
+    assert not repo_exists(hub_env, repo)
 
 
 def test_release_refuses_to_push_a_failing_kernel(broken_project, hub_env):
@@ -28,7 +43,7 @@ def test_release_refuses_to_push_a_failing_kernel(broken_project, hub_env):
     result = release(broken_project, repo, hub_env)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "release stopped before the push" in result.stderr
-    assert "failed" in result.stderr and "--allow-untested" in result.stderr
+    assert "failed their tests" in result.stderr
     assert "AssertionError" in result.stdout  # the failing test's output was shown
     assert "== push" not in result.stderr
     assert not repo_exists(hub_env, repo)
@@ -42,14 +57,12 @@ def test_release_refuses_a_kernel_that_crashes(broken_project, hub_env):
     assert not repo_exists(hub_env, repo)
 
 
-def test_allow_untested_pushes_loudly(broken_project, hub_env):
+def test_allow_untested_never_releases_a_failing_kernel(broken_project, hub_env):
     repo = "release-test/broken-forced"
     result = release(broken_project, repo, hub_env, "--allow-untested")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "WARNING: --allow-untested" in result.stderr
-    assert repo_exists(hub_env, repo)
-    files = HfApi(endpoint=hub_env.url).list_repo_files(repo, repo_type="kernel", revision="v1")
-    assert any(f.startswith("build/torch") and f.endswith("metadata.json") for f in files)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "failed their tests" in result.stderr and "--allow-untested does not override this" in result.stderr
+    assert not repo_exists(hub_env, repo)
 
 
 def test_release_of_a_passing_kernel_publishes_it(noarch_project, hub_env):

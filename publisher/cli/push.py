@@ -12,13 +12,13 @@ import click
 
 from publisher import state
 from publisher.cli.common import echo_json
-from publisher.errors import ProjectError, UsageError
+from publisher.errors import PublishedIncomplete, PublisherError, ProjectError, UsageError
 from publisher.findings import Finding
 from publisher.hub_client import HubClient
 from publisher.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.push import card as card_mod
-from publisher.push import gate, verify
+from publisher.push import coverage, gate, verify
 from publisher.push.plan import PushPlan
 from publisher.push.publish import plan_push, publish, publish_card
 from publisher.secrets import redact
@@ -48,9 +48,12 @@ def _variant_dirs(build_dir: Path, include: tuple[str, ...], skip: tuple[str, ..
     return chosen
 
 
+def _line(f: Finding) -> str:
+    return f"{f.code} {f.message}" + (f"\n    fix: {f.hint}" if f.hint else "")
+
+
 def _refusal(findings: list[Finding]) -> ProjectError:
-    lines = [f"  {f.message}" + (f"\n    fix: {f.hint}" if f.hint else "") for f in findings]
-    return ProjectError("push refused:\n" + "\n".join(lines))
+    return ProjectError("push refused:\n" + "\n".join(f"  {_line(f)}" for f in findings))
 
 
 def _version(verdicts: list[gate.Verdict], declared: int) -> int:
@@ -92,14 +95,24 @@ def _size(n: int) -> str:
 @click.option("--create-pr", is_flag=True, help="Open pull requests instead of committing to the branches.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL (default: HF_ENDPOINT, else huggingface.co).")
-@click.option("--allow-untested", is_flag=True, help="Publish variants whose tests failed or did not run on their hardware.")
+@click.option("--allow-untested", is_flag=True,
+              help="Publish variants that were not tested on their hardware or ran no test (never ones that failed).")
+@click.option("--partial", is_flag=True,
+              help="Publish although required variants are missing; the card and the resolution table list them.")
 @click.option("--variant", "include", multiple=True, metavar="GLOB", help="Only variants matching GLOB (repeatable).")
 @click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB (repeatable).")
 @click.option("--branch", help="Branch to publish to (default: [general.hub] branch, else v<version>).")
 @click.option("--no-card", is_flag=True, help="Do not update README.md on main.")
-def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested, include, skip, branch, no_card) -> int:
+def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested, partial, include, skip, branch,
+            no_card) -> int:
     """Publish the built variants of the project at PATH (default .) to REPO_ID
-    (default [general.hub] repo-id) as one verified commit."""
+    (default [general.hub] repo-id) as one verified commit.
+
+    \b
+    Exit codes: 0 published (or nothing to change), 1 refused or failed before
+    anything was published, 2 usage error, 3 the Hub could not be reached,
+    4 the version branch was committed and verified but a later step (the
+    card on main) failed: the kernel is published; run the push again."""
     repo_arg, path = _split_args(args)
     project = require_project(path)
     general = project.config.general
@@ -117,9 +130,6 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
     verdicts = [gate.judge(build_dir, name, allow_untested) for name in _variant_dirs(build_dir, include, skip)]
     findings = [f for v in verdicts for f in v.findings]
     errors = [f for f in findings if f.is_error]
-    for f in findings:
-        if not f.is_error:
-            _say(f"warning: {f.message}" + (f" ({f.hint})" if f.hint else ""))
     if errors and not dry_run:
         raise _refusal(errors)
     version = _version(verdicts, general.version)
@@ -128,23 +138,35 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
 
     client = HubClient(endpoint, on_retry=lambda message: _say(f"retry: {message}"))
     repo_exists = client.repo_exists(repo_id)
+    plan = plan_push(client, repo_id, branch, variants, project.root, repo_exists)
+    matrix = load_matrix(find_matrix(project.root))
+    covered = coverage.check(project, matrix, list(variants) + list(plan.kept_variants))
+    gap = covered.finding(partial, f"{repo_id}@{branch}")
+    if gap is not None:
+        findings.append(gap)
+        errors += [gap] if gap.is_error else []
+    for f in findings:
+        if not f.is_error:
+            _say(f"warning: {_line(f)}")
+    if errors and not dry_run:
+        raise _refusal(errors)
     if not dry_run and not repo_exists:
         client.ensure_repo(repo_id, private)
-        repo_exists = True
-    plan = plan_push(client, repo_id, branch, variants, project.root, repo_exists)
+        plan = plan_push(client, repo_id, branch, variants, project.root, True)
 
     rows = [card_mod.VariantRow(v.variant, v.metadata["backend"]["type"], tuple(v.metadata["backend"].get("archs") or ()),
                                 card_mod.describe_test(v.test)) for v in verdicts]
     kept_rows = [card_mod.VariantRow(n, "?", (), "published earlier") for n in plan.kept_variants]
-    card = card_mod.render(project, repo_id, version, rows + kept_rows)
+    card = card_mod.render(project, repo_id, version, rows + kept_rows, covered.missing)
     readme = state.state_dir(build_dir) / "README.md"
     readme.parent.mkdir(parents=True, exist_ok=True)
     readme.write_text(card.text)
 
     report: dict = {"repo_id": repo_id, "branch": branch, "version": version, "dry_run": dry_run,
                     "endpoint": client.endpoint, "plan": plan.to_dict(), "card": str(readme),
-                    "refused": [f.message for f in errors],
-                    "warnings": [f.message for f in findings if not f.is_error]}
+                    "refused": [f"{f.code} {f.message}" for f in errors],
+                    "warnings": [f"{f.code} {f.message}" for f in findings if not f.is_error],
+                    "missing_required": dict(covered.missing)}
     if not as_json:
         click.echo(f"{'plan for' if dry_run else 'pushing'} {repo_id} branch {branch} "
                    f"({'existing' if plan.branch_exists else 'new'}"
@@ -152,7 +174,7 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
         click.echo(_render_plan(plan))
     try:
         resolutions = verify.resolve_cells(list(variants) + list(plan.kept_variants),
-                                           load_matrix(find_matrix(project.root)).cells)
+                                           coverage.targeted_cells(project, matrix))
     except ImportError:
         _say("note: install `kernels` to see which environment loads which variant")
         resolutions = []
@@ -184,7 +206,14 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
         click.echo(f"verified: {len(plan.expected())} file(s) on {branch} match the local build")
 
     if not no_card:
-        card_outcome = publish_card(client, repo_id, readme, card.media, create_pr)
+        try:
+            card_outcome = publish_card(client, repo_id, readme, card.media, create_pr)
+        except PublisherError as err:
+            raise PublishedIncomplete(
+                f"the kernel is published: {branch} of {repo_id} holds this build (commit "
+                f"{(outcome.commit or plan.parent_commit or '?')[:12]}, verified), but the card commit to main failed: "
+                f"{err.message}", "run the same push again: the branch is unchanged (no-op) and the card is retried",
+            ) from None
         report["card_commit"] = card_outcome.commit
         if not as_json:
             click.echo("card: README.md on main " + (f"updated ({card_outcome.commit[:12]})" if card_outcome.commit
@@ -201,7 +230,13 @@ def _finish(report: dict, resolutions: list[verify.Resolution], as_json: bool, r
     width = max((len(r.environment) for r in resolutions), default=0)
     for r in resolutions:
         target = r.variant if r.variant else f"none ({r.reason})"
-        click.echo(f"  {r.environment.ljust(width)}  -> {target}")
+        flag = "  MISSING: required" if r.variant is None and r.required else ""
+        click.echo(f"  {r.environment.ljust(width)}  -> {target}{flag}")
     missing = [r.environment for r in resolutions if r.variant is None]
     if missing:
-        click.echo(f"{len(missing)} environment(s) get no variant.")
+        required = sum(1 for r in resolutions if r.variant is None and r.required)
+        click.echo(f"{len(missing)} environment(s) get no variant" + (f", {required} of them required" if required else "")
+                   + ".")
+    if report.get("missing_required"):
+        click.echo("missing required variants: " + "; ".join(
+            f"{platform}: {', '.join(names)}" for platform, names in report["missing_required"].items()))

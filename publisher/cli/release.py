@@ -1,6 +1,8 @@
 """`publisher release PATH --repo ORG/NAME`: check -> build -> test -> push,
-stopping before the push when a selected variant failed its tests or did not
-run on its hardware. Each step is the command of that stage, invoked as is."""
+stopping before the build when the selection lacks required variants (unless
+--partial), and before the push when a selected variant failed its tests
+(always) or did not run a test on its hardware (unless --allow-untested).
+Each step is the command of that stage, invoked as is."""
 
 from __future__ import annotations
 
@@ -13,13 +15,16 @@ from publisher.cli import check as check_cli
 from publisher.cli import push as push_cli
 from publisher.cli.test import echo_run, test_options
 from publisher.errors import ProjectError
+from publisher.matrix import find_matrix, load_matrix
+from publisher.plan import local_plan, make_plan, select
 from publisher.project.load import require_project
+from publisher.push import coverage
 from publisher.smoke.runner import TestOptions
 from publisher.smoke.stage import run_tests
 
-# Statuses that stop a release: a variant that failed, could not be tested, or
-# was only loaded (its hardware is not here).
-_BLOCKING = ("failed", "error", "loaded-not-run")
+# Statuses that stop a release unless --allow-untested: nothing ran the
+# variant's tests on its hardware. A failed variant always stops it.
+_UNTESTED = ("error", "untested", "loaded-not-run")
 
 
 def _step(title: str) -> None:
@@ -33,19 +38,28 @@ def _step(title: str) -> None:
 @click.option("--variant", "include", multiple=True, metavar="GLOB", help="Only variants matching GLOB (repeatable).")
 @click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB (repeatable).")
 @click.option("--allow-untested", is_flag=True,
-              help="Push even when variants failed their tests or did not run on their hardware (not recommended).")
+              help="Push variants that ran no test on their hardware (never ones that failed; not recommended).")
+@click.option("--partial", is_flag=True, help="Release although the selection lacks required variants.")
 @test_options
 @click.option("--matrix", "matrix_file", type=click.Path(path_type=Path), help="Matrix file (default: the project's or publisher's).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL (default: HF_ENDPOINT, else huggingface.co).")
 @click.option("--private", is_flag=True, help="Create the repo as private (when it does not exist).")
 @click.option("--dry-run", is_flag=True, help="Stop at the push plan; change nothing on the Hub.")
 @click.pass_context
-def command(ctx: click.Context, path: Path, repo: str, local: bool, include, skip, allow_untested: bool,
+def command(ctx: click.Context, path: Path, repo: str, local: bool, include, skip, allow_untested: bool, partial: bool,
             repo_id, require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private, dry_run) -> int:
     """Check, build, test and publish the kernel project in PATH."""
     _step("check")
     if ctx.invoke(check_cli.command, path=path, fmt="human", config_only=False, quiet=True, matrix_file=matrix_file):
         raise ProjectError("release stopped: `publisher check` found errors", f"run `publisher check {path}`")
+    project = require_project(path)
+    matrix = load_matrix(find_matrix(project.root, matrix_file))
+    chosen = select(local_plan(project, matrix) if local else make_plan(project, matrix), include, skip)
+    gap = coverage.check(project, matrix, [p.name for p in chosen]).finding(partial, str(path))
+    if gap is not None and gap.is_error:
+        raise ProjectError(f"release stopped before the build: {gap.code} {gap.message}", gap.hint)
+    if gap is not None:
+        click.secho(f"warning: {gap.code} {gap.message}", fg="yellow", err=True)
 
     _step("build")
     if ctx.invoke(build_cli.command, path=path, local=local, include=include, skip=skip, backend_name="local",
@@ -54,7 +68,6 @@ def command(ctx: click.Context, path: Path, repo: str, local: bool, include, ski
         raise ProjectError("release stopped: some variants failed to build", "see the build summary above")
 
     _step("test")
-    project = require_project(path)
     run = run_tests(
         project, Path(path) / "build", include=include, skip=skip, matrix_path=matrix_file,
         options=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout,
@@ -62,20 +75,26 @@ def command(ctx: click.Context, path: Path, repo: str, local: bool, include, ski
         on_progress=lambda line: click.echo(line, err=True),
     )
     echo_run(run, as_json=False)
-    blocked = [r for r in run.results if r.status in _BLOCKING]
-    if blocked:
-        listing = "\n".join(f"  {r.variant}: {r.status}" + (f" ({r.reason})" if r.reason else "") for r in blocked)
+    def listing(results) -> str:
+        return "\n".join(f"  {r.variant}: {r.status}" + (f" ({r.reason})" if r.reason else "") for r in results)
+
+    failed = [r for r in run.results if r.status == "failed"]
+    if failed:
+        raise ProjectError(f"release stopped before the push: {len(failed)} variant(s) failed their tests:\n"
+                           f"{listing(failed)}", "fix the kernel and release again (--allow-untested does not override this)")
+    untested = [r for r in run.results if r.status in _UNTESTED]
+    if untested:
         if not allow_untested:
             raise ProjectError(
-                f"release stopped before the push: {len(blocked)} variant(s) failed or did not run on their hardware:\n{listing}",
-                "fix the kernel, or test on the right hardware (scripts/gpu_test.sh); --allow-untested overrides",
+                f"release stopped before the push: {len(untested)} variant(s) ran no test on their hardware:\n{listing(untested)}",
+                "test on the right hardware (scripts/gpu_test.sh), or make the tests run; --allow-untested overrides",
             )
         click.secho(
-            f"WARNING: --allow-untested: publishing {len(blocked)} variant(s) that failed or did not run on their hardware:\n{listing}",
+            f"WARNING: --allow-untested: publishing {len(untested)} variant(s) that ran no test on their hardware:\n{listing(untested)}",
             fg="red", bold=True, err=True,
         )
 
     _step("push")
     return ctx.invoke(push_cli.command, args=(repo, str(path)), private=private, dry_run=dry_run, create_pr=False,
-                      as_json=False, endpoint=endpoint, allow_untested=allow_untested, include=include, skip=skip,
+                      as_json=False, endpoint=endpoint, allow_untested=allow_untested, partial=partial, include=include, skip=skip,
                       branch=None, no_card=False)

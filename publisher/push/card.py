@@ -73,7 +73,7 @@ def describe_test(entry: dict | None) -> str:
                                 f"CUDA {device['cuda']}" if device.get("cuda") else "") if x)
     counts = entry.get("tests") or {}
     status = entry.get("status", "?")
-    label = {"loaded-not-run": "loaded, tests not run"}.get(status, status)
+    label = {"loaded-not-run": "loaded, tests not run", "untested": "no test ran"}.get(status, status)
     n = f" ({counts.get('passed', 0)} passed)" if status == "passed" else ""
     return f"{label}{n} on {where}" + (f" ({env})" if env else "")
 
@@ -112,7 +112,18 @@ def _front_matter(project: Project, backends: list[str]) -> str:
                                     sort_keys=False) + "---\n"
 
 
-def render(project: Project, repo_id: str, version: int, variants: list[VariantRow]) -> Card:
+def _missing_section(missing: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]:
+    if not missing:
+        return []
+    out = ["", "## Missing variants", "",
+           "This release is partial: it lacks these required variants, so `get_kernel` finds no build for them:", ""]
+    out += [f"- {platform}: " + ", ".join(f"`{n}`" for n in names) for platform, names in missing]
+    return out
+
+
+def render(project: Project, repo_id: str, version: int, variants: list[VariantRow],
+           missing: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> Card:
+    """`missing`: (platform, required variants) this release lacks (push --partial)."""
     root = project.root
     assert root is not None
     functions, layers = functions_and_layers(project.package_dir)
@@ -127,10 +138,12 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
         text = env.from_string(template.read_text()).render(
             repo_id=repo_id, functions=functions or None, layers=layers or None, has_benchmark=has_benchmark,
             upstream=project.config.general.upstream, license=project.config.general.license.lower(),
-            version=version, variants=variants, benchmarks=bench_table,
+            version=version, variants=variants, benchmarks=bench_table, missing=missing,
         )
         if not text.startswith("---"):
             text = _front_matter(project, backends) + "\n" + text
+        if missing and "## Missing variants" not in text:
+            text = text.rstrip() + "\n" + "\n".join(_missing_section(missing)) + "\n"
         return Card(text, media)
 
     out = [_front_matter(project, backends), f"# {project.name}", ""]
@@ -147,6 +160,7 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
         out += [f"- `{layer}`" for layer in layers]
     out += ["", "## Variants", "", "| variant | backend | architectures | tested |", "|---|---|---|---|"]
     out += [f"| `{v.name}` | {v.backend} | {', '.join(v.archs) or '-'} | {v.tested} |" for v in variants]
+    out += _missing_section(missing)
     if bench_table or media:
         out += ["", "## Benchmarks", ""]
         if bench_table:

@@ -1,6 +1,13 @@
 """Which built variants may be published, and why not. Every refusal names the
 variant, the reason and how to override or fix it.
 
+Codes (stable; shown with every refusal and warning):
+PP101 no valid metadata.json · PP102 files changed after the build ·
+PP103 ABI check failed · PP104 not tested on its hardware, or no test ran
+(--allow-untested publishes it) · PP105 built from a dirty tree (warning) ·
+PP106 tests failed or crashed (never published) · PP201 required variants
+missing (push/coverage.py; --partial publishes anyway).
+
 A report entry (build-report.json, test-report.json) speaks for a variant only
 while its fingerprint equals the variant's current one (state.variant_fingerprint).
 """
@@ -55,7 +62,11 @@ def judge(build_dir: Path, name: str, allow_untested: bool) -> Verdict:
 
     test = _entry(state.test_report_path(build_dir), name, fingerprint)
     untested = _untested_reason(name, test)
-    if untested:
+    if test is not None and test.get("status") == "failed":
+        # --allow-untested is for variants nobody could test here, never for ones that failed.
+        findings.append(_finding("PP106", Severity.ERROR, variant_dir, untested or name,
+                                 f"fix the kernel and run `publisher test` again (log: {test.get('log') or '?'})"))
+    elif untested:
         severity = Severity.WARNING if allow_untested else Severity.ERROR
         hint = (f"run `publisher test` on hardware for {name}, or pass --allow-untested to publish it anyway"
                 if not allow_untested else "published because of --allow-untested")
@@ -87,6 +98,8 @@ def _untested_reason(name: str, test: dict | None) -> str | None:
         return f"{name}: tests passed but not on the variant's hardware"
     if status == "loaded-not-run":
         return f"{name}: tests did not run on the variant's hardware (only the import was checked)"
+    if status == "untested":
+        return f"{name}: no test ran ({test.get('reason') or 'all skipped'}); a variant nothing exercised is not tested"
     counts = test.get("tests") or {}
     detail = f" ({counts.get('failed', '?')} failed)" if status == "failed" else ""
     reason = test.get("reason") or ""

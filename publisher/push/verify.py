@@ -18,6 +18,7 @@ class Resolution:
     environment: str  # "torch 2.15 cu130 x86_64-linux"
     variant: str | None
     reason: str  # why nothing matched (the closest rejection), or "" when a variant matched
+    required: bool = False  # the matrix cell is required (upstream policy)
 
 
 def compare(expected: Mapping[str, LocalFile], deleted: Iterable[str], remote: Mapping[str, RemoteFile]) -> list[str]:
@@ -62,8 +63,8 @@ def resolve_cells(variant_names: Iterable[str], cells: Iterable[Cell]) -> list[R
             macos_version=Version("26.0") if os == "darwin" else None,
         )
         if accepted:
-            out.append(Resolution(label, accepted[0].variant_str, ""))
+            out.append(Resolution(label, accepted[0].variant_str, "", cell.required))
         else:
             reason = trace[0].reason if trace else "no variants were pushed"
-            out.append(Resolution(label, None, reason))
+            out.append(Resolution(label, None, reason, cell.required))
     return out
