@@ -32,16 +32,18 @@ def metadata() -> dict:
 
 
 @pytest.fixture(scope="module")
-def loaded():
-    """(module, ops added by loading it)."""
+def loaded(metadata):
+    """(module, ops loading it added under its own namespace, the ops id).
+    Ops in other namespaces are not the kernel's to answer for: importing
+    parts of torch (torch._inductor, ...) registers torch's own ops lazily."""
     import kernels
 
     backend = os.environ.get("PUBLISHER_TEST_BACKEND")
-    before = _op_names()
     module = kernels.get_local_kernel(
         Path(os.environ["PUBLISHER_TEST_KERNEL_DIR"]), backend="cpu" if backend == "cpu" else None
     )
-    return module, _op_names() - before
+    prefix = metadata["id"] + "::"
+    return module, {name for name in _op_names() if name.startswith(prefix)}
 
 
 def test_loads_through_kernels(loaded, metadata):
@@ -54,14 +56,12 @@ def test_loads_through_kernels(loaded, metadata):
 def test_ops_registered_under_metadata_id(loaded, metadata):
     _, added = loaded
     namespace = metadata["id"]
-    foreign = sorted(name for name in added if not name.startswith(namespace + "::"))
-    assert not foreign, (
-        f"ops registered outside the namespace {namespace} (use TORCH_EXTENSION_NAME / add_op_namespace_prefix): "
-        + ", ".join(foreign)
-    )
     compiled = any(p.suffix == ".so" or ".so" in p.suffixes for p in Path(os.environ["PUBLISHER_TEST_VARIANT_DIR"]).iterdir())
     if compiled:
-        assert added, f"the compiled extension registered no op under torch.ops.{namespace}"
+        assert added, (
+            f"the compiled extension registered no op under torch.ops.{namespace} "
+            "(register with TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ...), not a fixed namespace)"
+        )
     for name in added:
         op = getattr(getattr(torch.ops, namespace), name.split("::", 1)[1])
         assert op is not None
