@@ -113,6 +113,7 @@ def compile_variant(
 
     library = work_dir / f"{ops_id}.abi3.so"
     link = [f"-L{d}" for d in toolchain.library_dirs] + flags.torch_libraries(backend)
+    link += flags.openmp_link_flags([a for c in compiles if c.rule == "cxx" for a in c.flags])
     if backend == "cuda":
         link.append(_cudart(toolchain))
     if not debug:

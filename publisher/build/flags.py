@@ -69,3 +69,10 @@ def torch_libraries(backend: str) -> list[str]:
     if backend == "cuda":
         libs += ["torch_cuda", "c10_cuda"]
     return [f"-l{lib}" for lib in libs]
+
+
+def openmp_link_flags(compile_flags) -> list[str]:
+    """-fopenmp compiles OpenMP pragmas into libgomp calls; the link needs it too,
+    or the library depends on torch having loaded libgomp first."""
+    found = [f for f in compile_flags if f == "-fopenmp" or f.startswith("-fopenmp=")]
+    return found[:1]

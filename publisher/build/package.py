@@ -26,16 +26,24 @@ def ops_id(project: Project, backend: str, unique: str) -> str:
     return f"_{project.python_name}_{backend}_{unique}"
 
 
+_BYTECODE = (".pyc", ".pyo")
+
+
 def copy_python_package(project: Project, stage: Path) -> None:
-    """Copy torch-ext/<python_name>/ flat into the variant, keeping only the
-    `pyext` file extensions (and subpackages), never bytecode."""
+    """Copy torch-ext/<python_name>/ flat into the variant, never bytecode.
+    Compiled kernels keep the `pyext` file extensions (and subpackages);
+    Python-only kernels keep every file, as their package is the whole kernel
+    (py.typed, JSON configs and other package data)."""
     package = project.package_dir
     if not package.is_dir():
         raise FileNotFoundError(f"{package}: the Python package is missing (it must hold __init__.py)")
     exts = {"." + e.lstrip(".") for e in project.config.framework.pyext}
+    keep_all = project.config.is_noarch
     for path in sorted(package.rglob("*")):
         rel = path.relative_to(package)
-        if "__pycache__" in rel.parts or not path.is_file() or path.suffix not in exts:
+        if "__pycache__" in rel.parts or not path.is_file() or path.suffix in _BYTECODE:
+            continue
+        if not keep_all and path.suffix not in exts:
             continue
         dest = stage / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
