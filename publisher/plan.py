@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from publisher import arch_flags
 from publisher.capabilities import effective_cuda_archs, effective_rocm_archs
 from publisher.errors import ProjectError, UsageError
 from publisher.matrix import Cell, Matrix
@@ -105,6 +106,15 @@ def _kernel_archs(project: Project, matrix: Matrix, cell: Cell) -> tuple[dict[st
     return archs, empty
 
 
+def arch_flag_conflicts(project: Project, backend: str, platform: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(build.toml field, flag, CPUs it is for) for each cxx-flag of the
+    backend's sources that cannot compile for `platform`."""
+    config = project.config
+    sources = [("torch.cxx-flags", config.framework.cxx_flags)]
+    sources += [(f"kernel.{k.name}.cxx-flags", k.cxx_flags) for k in config.kernels_for(backend)]
+    return [(field, flag, cpus) for field, flags in sources for flag, cpus in arch_flags.conflicts(flags, platform)]
+
+
 def _spec(cell: Cell, python: str | None = None) -> ToolchainSpec:
     return ToolchainSpec(
         torch=cell.torch,
@@ -125,6 +135,14 @@ def _decide(project: Project, matrix: Matrix, cell: Cell) -> tuple[CellDecision,
 
     if cell.backend not in general.backends:
         return out("backend-not-declared", f"backend {cell.backend} is not in general.backends ({', '.join(general.backends)})")
+    if project.platforms is not None and cell.platform not in project.platforms:
+        return out("platform-not-selected",
+                   f"platform {cell.platform} is not in publisher.toml platforms ({', '.join(project.platforms)})")
+    conflicts = arch_flag_conflicts(project, cell.backend, cell.platform)
+    if conflicts:
+        field, flag, cpus = conflicts[0]
+        more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+        return out("arch-flags", f"{field}: {flag}{more} compiles for {'/'.join(cpus)} only, not {cell.platform}")
     if framework.kind == "tvm-ffi":
         return out("framework-unsupported", "tvm-ffi variants need a tvm-ffi release in the matrix; none is listed")
     if not _within(cell.torch, framework.minver, framework.maxver):

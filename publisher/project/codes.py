@@ -1,6 +1,6 @@
 """The catalogue of `check` finding codes. Codes are stable: users search them
 and tests assert them. PB1xx: the file and its shape; PB2xx: values;
-PB3xx: GPU architectures; PB4xx: project layout."""
+PB3xx: GPU architectures; PB4xx: project layout; PB5xx: platforms."""
 
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PB404": (E, "no binding source for compiled kernels"),
     "PB405": (W, "generated file committed"),
     "PB406": (W, "no tests/ folder"),
+    "PB501": (E, "publisher.toml invalid"),
+    "PB502": (W, "architecture-specific compiler flag meets a platform it cannot compile for"),
 }
 
 

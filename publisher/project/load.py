@@ -25,6 +25,8 @@ from publisher.project.convert import to_config
 from publisher.project.layout import check_layout
 from publisher.project.locate import KeyLines
 from publisher.project.model import Project
+from publisher.project.platforms import platform_findings
+from publisher.project.settings import read_settings
 from publisher.project.upgrade import MigrationRefused, upgrade
 from publisher.project.values import check_values
 
@@ -172,10 +174,14 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
     if root is not None and layout and upgraded is not None:
         found += check_layout(root, upgraded, file)
     findings = _place(found, data, text, file)
+    settings, settings_findings = read_settings(root if layout else None)
+    findings += settings_findings
     if has_errors(findings) or upgraded is None:
         return None, findings
     config = to_config(upgraded, written)
-    return Project(config=config, build_toml=build_toml, root=root), findings
+    project = Project(config=config, build_toml=build_toml, root=root, platforms=settings.platforms)
+    findings += _place(platform_findings(project, matrix), data, text, file)
+    return project, findings
 
 
 def require_project(path: Path, matrix: Path | None = None) -> Project:

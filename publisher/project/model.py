@@ -108,6 +108,7 @@ class Project:
     config: BuildConfig
     build_toml: Path
     root: Path | None
+    platforms: tuple[str, ...] | None = None  # publisher.toml `platforms`; None = every platform
 
     @property
     def name(self) -> str:

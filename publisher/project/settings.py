@@ -1,0 +1,57 @@
+"""publisher.toml: publisher's own settings for a project, beside build.toml
+(which admits upstream's keys only). Today one setting:
+
+    platforms = ["x86_64-linux"]   # build only for these (default: every platform of the matrix)
+
+Upstream expresses the same restriction in Nix code (a flake's `torchVersions`
+filter), which cannot be read without evaluating it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from publisher.findings import Finding
+from publisher.project.codes import finding
+from publisher.variants import Platform, all_platforms
+
+FILE_NAME = "publisher.toml"
+_KEYS = ("platforms",)
+
+
+@dataclass(frozen=True)
+class Settings:
+    platforms: tuple[str, ...] | None = None  # None: every platform of the matrix
+
+
+def read_settings(root: Path | None) -> tuple[Settings, list[Finding]]:
+    path = Path(root) / FILE_NAME if root is not None else None
+    if path is None or not path.is_file():
+        return Settings(), []
+    file = str(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        return Settings(), [finding("PB501", f"{FILE_NAME} cannot be read: {err}", file=file,
+                                    hint="fix the TOML syntax")]
+    problems = [finding("PB501", f"unknown key `{key}`", file=file, field=key,
+                        hint=f"{FILE_NAME} knows: {', '.join(_KEYS)}") for key in data if key not in _KEYS]
+    platforms = data.get("platforms")
+    if platforms is None:
+        return Settings(), problems
+    if not isinstance(platforms, list) or not platforms or not all(isinstance(p, str) for p in platforms):
+        return Settings(), problems + [finding("PB501", "`platforms` must be a non-empty list of platform names",
+                                               file=file, field="platforms",
+                                               hint=f"e.g. platforms = [\"x86_64-linux\"]; known: {', '.join(all_platforms())}")]
+    for name in platforms:
+        try:
+            Platform.parse(name)
+        except ValueError as err:
+            problems.append(finding("PB501", str(err), file=file, field="platforms",
+                                    hint=f"known platforms: {', '.join(all_platforms())}"))
+    return Settings(tuple(dict.fromkeys(platforms))), problems
