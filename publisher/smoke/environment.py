@@ -1,16 +1,19 @@
 """Which Python runs a variant's tests: the interpreter running publisher
 when its torch can load the variant (what `--local` built), else the
 variant's toolchain environment from the plan (same torch, same CUDA major),
-with `kernels` and `pytest` added."""
+with `kernels`, `pytest` and the project's test dependencies added (never
+added to the running interpreter: that is the user's own environment)."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
+import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Sequence
 
 from publisher import runner
 from publisher.errors import EnvironmentProblem
@@ -79,11 +82,24 @@ def missing_modules() -> list[str]:
     return [m for m in REQUIRED_MODULES if importlib.util.find_spec(m) is None]
 
 
+def _missing_distributions(requirements: Sequence[str]) -> list[str]:
+    missing = []
+    for requirement in requirements:
+        name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(requirement)
+    return missing
+
+
 def select_environment(
-    variant: Variant, planned_for: Callable[[], PlannedVariant | None], on_line: Callable[[str], None]
+    variant: Variant, planned_for: Callable[[], PlannedVariant | None], on_line: Callable[[str], None],
+    test_depends: Sequence[str] = (),
 ) -> TestEnvironment:
     """The environment to test `variant` in; `planned_for` looks the variant up
-    in the plan (only when this interpreter cannot load it). Raises
+    in the plan (only when this interpreter cannot load it); `test_depends`:
+    the project's test dependencies (flake.nix pythonCheckInputs). Raises
     EnvironmentProblem with the reason when there is none."""
     info = _this_interpreter()
     if can_load(variant, info, host_platform()):
@@ -92,6 +108,13 @@ def select_environment(
             raise EnvironmentProblem(
                 f"{', '.join(missing)} not installed for {sys.executable}, which runs this variant's tests",
                 f"{sys.executable} -m pip install {' '.join(TEST_PACKAGES)}",
+            )
+        missing = _missing_distributions(test_depends)
+        if missing:
+            raise EnvironmentProblem(
+                f"the project's tests need {', '.join(missing)} (flake.nix pythonCheckInputs), not installed for "
+                f"{sys.executable}, which runs this variant's tests (publisher does not change that environment)",
+                f"{sys.executable} -m pip install {' '.join(missing)}",
             )
         return TestEnvironment(sys.executable, f"this interpreter (torch {info['torch_version']})")
     from publisher.toolchain import ensure_packages, ensure_toolchain
@@ -110,7 +133,7 @@ def select_environment(
                 "run publisher with a torch that matches the variant, or pass --matrix with a cell for it",
             )
         toolchain = ensure_toolchain(planned.toolchain, on_line)
-    ensure_packages(toolchain, list(TEST_PACKAGES), on_line)
+    ensure_packages(toolchain, [*TEST_PACKAGES, *test_depends], on_line)
     return TestEnvironment(str(toolchain.python), f"toolchain {toolchain.key}")
 
 

@@ -32,6 +32,7 @@ HERE = Path(__file__).parent
 PROBE_TIMEOUT = 180
 _GET_KERNEL_RE = re.compile(r"""get_kernel\(\s*["']([\w.-]+/[\w.-]+)["']""")
 _DEVICE_RE = re.compile(r"^PUBLISHER_DEVICE (\{.*\})$", re.M)
+_MISSING_MODULE_RE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,12 @@ def _failure_reason(result: runner.RunResult, events: report.EventSummary, optio
     if events.unfinished:
         return f"the test process exited (code {result.returncode}){where}"
     if result.returncode == 2 and events.counts.errors:
+        missing = sorted(set(_MISSING_MODULE_RE.findall(result.output)))
+        if missing:
+            names = ", ".join(f"`{m}`" for m in missing)
+            return (f"tests could not be collected: module {names} is missing ({', '.join(events.failing[:3])}); "
+                    "declare what the tests need in flake.nix `pythonCheckInputs = pkgs: with pkgs; [ ... ];` "
+                    "and publisher installs it into the test environments")
         return "tests could not be collected (import error?): " + ", ".join(events.failing[:3])
     failing = ", ".join(events.failing[:3]) + (" ..." if len(events.failing) > 3 else "")
     return f"{events.counts.failed + events.counts.errors} test(s) failed: {failing}" if failing else result.first_error_line()

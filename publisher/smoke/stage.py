@@ -20,6 +20,7 @@ from publisher.project.model import Project
 from publisher.smoke.environment import select_environment
 from publisher.smoke.report import VariantTestResult
 from publisher.smoke.runner import TestOptions, VariantUnderTest, run_variant
+from publisher.smoke.test_depends import declared_test_depends
 from publisher.variants import Variant
 
 Sink = Callable[[str], None]
@@ -88,6 +89,7 @@ def run_tests(
     selected = select_variants(names, include, skip)
     tests_dir = project.root / "tests" if project.root and (project.root / "tests").is_dir() else None
     repo_id = options.repo_id or project.config.general.hub_repo_id
+    test_depends = declared_test_depends(project.root)
 
     @lru_cache(maxsize=1)
     def plan() -> dict[str, PlannedVariant]:
@@ -105,9 +107,12 @@ def run_tests(
             results.append(_not_testable(name, variant_dir, "the variant folder is not a valid build: " + "; ".join(check.problems[:3])))
         else:
             try:
-                env = select_environment(Variant.parse(name), lambda: plan().get(name), lambda line: on_progress("    " + line))
+                env = select_environment(Variant.parse(name), lambda: plan().get(name),
+                                         lambda line: on_progress("    " + line), test_depends)
             except (PublisherError, ToolchainUnavailable) as err:
                 reason = getattr(err, "reason", None) or getattr(err, "message", str(err))
+                if getattr(err, "hint", None):
+                    reason += f" (fix: {err.hint})"
                 results.append(_not_testable(name, variant_dir, f"no test environment: {reason}"))
             else:
                 on_progress(f"  with {env.python} ({env.origin})")

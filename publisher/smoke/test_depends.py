@@ -1,0 +1,47 @@
+"""What a project's tests need besides torch, kernels and pytest: the
+`pythonCheckInputs` of its flake.nix, kernel-builder's convention
+(`pythonCheckInputs = pkgs: with pkgs; [ einops numpy ];`, or
+`ps: [ ps.einops ]`), read statically and mapped to PyPI names through
+resources/test_depends.yaml."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+_DATA = Path(__file__).resolve().parent.parent / "resources" / "test_depends.yaml"
+_CHECK_INPUTS = re.compile(r"\bpythonCheckInputs\s*=\s*(?:(\w+)\s*:\s*)?(?:with\s+\w+\s*;\s*)?\[(?P<body>[^\]]*)\]", re.S)
+_ATTR = re.compile(r"^(?:\w+\.)?([A-Za-z_][\w-]*)$")
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict:
+    return yaml.safe_load(_DATA.read_text())
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"#[^\n]*", " ", text)
+
+
+def declared_test_depends(project_root: Path | None) -> tuple[str, ...]:
+    """PyPI requirements for the project's tests, in the order declared."""
+    flake = Path(project_root) / "flake.nix" if project_root is not None else None
+    if flake is None or not flake.is_file():
+        return ()
+    try:
+        text = _strip_comments(flake.read_text(errors="replace"))
+    except OSError:
+        return ()
+    provided = set(_data()["provided"])
+    renames = _data()["pypi"]
+    found: dict[str, None] = {}
+    for match in _CHECK_INPUTS.finditer(text):
+        for token in match.group("body").split():
+            attr = _ATTR.match(token)
+            if attr and attr.group(1) not in provided:
+                found.setdefault(renames.get(attr.group(1), attr.group(1)), None)
+    return tuple(found)

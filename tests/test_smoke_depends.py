@@ -1,0 +1,106 @@
+"""Test dependencies: declared as upstream does (flake.nix `pythonCheckInputs`),
+installed into toolchain test environments, asked for (never installed) where
+the running interpreter runs the tests; an undeclared import names the module
+and the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from publisher.smoke.environment import _recorded_toolchains
+from publisher.toolchain import uv_path
+from publisher.smoke.test_depends import declared_test_depends
+from smoke_fixtures import publisher_cli, write_files
+
+FLAKE = """\
+{
+  outputs = { self, kernel-builder }:
+    kernel-builder.lib.genKernelFlakeOutputs {
+      inherit self;
+      path = ./.;
+      # test dependencies, as kernel-builder documents them
+      pythonCheckInputs = pkgs: with pkgs; [ tabulate torch ];
+      pythonNativeCheckInputs = pkgs: with pkgs; [ cmake ];
+    };
+}
+"""
+
+TEST_USING_TABULATE = """\
+import tabulate
+import torch
+from kernels import get_kernel
+
+
+def test_halve():
+    k = get_kernel("publisher-test/halve", version=1)
+    assert tabulate.tabulate([[1]]) and torch.equal(k.halve(torch.ones(2)), torch.full((2,), 0.5))
+"""
+
+
+@pytest.mark.parametrize("text, expected", [
+    (FLAKE, ("tabulate",)),
+    ("pythonCheckInputs =\n  ps: [\n    ps.einops # for the reference\n    ps.pyyaml\n  ];\n", ("einops", "PyYAML")),
+    ("pythonCheckInputs = pkgs: with pkgs; [ pytest ];\n", ()),
+    ("# pythonCheckInputs = pkgs: with pkgs; [ numpy ];\n", ()),
+], ids=["with-pkgs", "ps-dot", "only-provided", "commented-out"])
+def test_flake_check_inputs_are_the_test_dependencies(tmp_path, text, expected):
+    (tmp_path / "flake.nix").write_text(text)
+    assert declared_test_depends(tmp_path) == expected
+
+
+@pytest.mark.slow
+def test_undeclared_import_names_the_module_and_the_fix(noarch_project, fresh_copy):
+    project = fresh_copy(noarch_project)
+    write_files(project, {"tests/test_halve.py": TEST_USING_TABULATE})
+    result = publisher_cli("test", str(project), "--json")
+    assert result.returncode == 1
+    entry = json.loads(result.stdout)["variants"]["torch-cpu"]
+    assert entry["status"] == "failed"
+    assert "module `tabulate` is missing" in entry["reason"] and "pythonCheckInputs" in entry["reason"]
+
+
+@pytest.mark.slow
+def test_running_interpreter_is_asked_for_the_dependencies_not_changed(noarch_project, fresh_copy):
+    project = fresh_copy(noarch_project)
+    write_files(project, {"tests/test_halve.py": TEST_USING_TABULATE, "flake.nix": FLAKE})
+    result = publisher_cli("test", str(project), "--json")
+    assert result.returncode == 1
+    entry = json.loads(result.stdout)["variants"]["torch-cpu"]
+    assert entry["status"] == "error"
+    assert "need tabulate (flake.nix pythonCheckInputs)" in entry["reason"] and "-m pip install tabulate" in entry["reason"]
+    import importlib.util
+    assert importlib.util.find_spec("tabulate") is None  # the user's environment is left as it was
+
+
+def _cuda_toolchain():
+    return next((t for t in _recorded_toolchains() if "cu" in t.key), None)
+
+
+@pytest.mark.slow
+def test_toolchain_test_environment_gets_the_dependencies(tmp_path):
+    toolchain = _cuda_toolchain()
+    if toolchain is None:
+        pytest.skip("needs a CUDA toolchain environment made earlier by publisher (none recorded on this machine)")
+    python = str(toolchain.python)
+    has = lambda: subprocess.run([python, "-c", "import tabulate"], capture_output=True).returncode == 0  # noqa: E731
+    if has():  # left by an earlier run: start from an environment without it
+        subprocess.run([uv_path(), "pip", "uninstall", "--python", python, "tabulate"], capture_output=True, check=True)
+    project = write_files(tmp_path / "halve", {
+        "build.toml": '[general]\nname = "halve"\nversion = 1\nedition = 5\nlicense = "MIT"\n'
+                      'backends = ["cpu", "cuda"]\n\n[torch-noarch]\n',
+        "torch-ext/halve/__init__.py": "import torch\n\n\ndef halve(x):\n    return x / 2\n",
+        "tests/test_halve.py": TEST_USING_TABULATE,
+        "flake.nix": FLAKE,
+    })
+    assert publisher_cli("build", str(project), "--local").returncode == 0
+    try:
+        result = publisher_cli("test", str(project), "--variant", "torch-cuda", "--allow-load-only", "--json",
+                               env=dict(os.environ))
+        assert "Traceback" not in result.stderr, result.stderr
+        assert has(), result.stdout + result.stderr
+    finally:
+        subprocess.run([uv_path(), "pip", "uninstall", "--python", python, "tabulate"], capture_output=True)
