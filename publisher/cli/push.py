@@ -53,7 +53,9 @@ def _line(f: Finding) -> str:
 
 
 def _refusal(findings: list[Finding]) -> ProjectError:
-    return ProjectError("push refused:\n" + "\n".join(f"  {_line(f)}" for f in findings))
+    """Errors, then the warnings that came with them (marked)."""
+    return ProjectError("push refused:\n" + "\n".join(
+        f"  {'' if f.is_error else 'warning: '}{_line(f)}" for f in findings))
 
 
 def _version(verdicts: list[gate.Verdict], declared: int) -> int:
@@ -131,7 +133,7 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
     findings = [f for v in verdicts for f in v.findings]
     errors = [f for f in findings if f.is_error]
     if errors and not dry_run:
-        raise _refusal(errors)
+        raise _refusal(errors + [f for f in findings if not f.is_error])
     version = _version(verdicts, general.version)
     branch = branch or general.hub_branch or f"v{version}"
     variants = {v.variant: build_dir / v.variant for v in verdicts}
