@@ -4,6 +4,7 @@ and exposes `command`; modules are imported only when their command runs."""
 from __future__ import annotations
 
 import importlib
+import importlib.util  # not imported by `import importlib`; an editable install happened to hide that
 import sys
 
 import click
