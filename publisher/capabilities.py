@@ -48,6 +48,11 @@ def known_cuda_capabilities() -> tuple[str, ...]:
     return tuple(_known()["cuda"]["capabilities"])
 
 
+def cuda_target_dirs(platform: str) -> tuple[str, ...]:
+    """Names of the folders under a CUDA toolkit's targets/ that hold `platform`'s headers."""
+    return tuple(_known()["cuda"]["target_dirs"].get(platform, ()))
+
+
 def known_rocm_archs() -> tuple[str, ...]:
     return tuple(_known()["rocm"]["archs"])
 

@@ -11,6 +11,7 @@ import ninja
 
 from publisher import runner
 from publisher.build import depends, flags
+from publisher.capabilities import cuda_target_dirs
 from publisher.build.backend import BuildFailed, LineSink
 from publisher.build.ninja_file import Compile, NinjaBuild, render, write_if_changed
 from publisher.plan import PlannedVariant
@@ -22,6 +23,14 @@ _CXX = {".cpp", ".cc", ".cxx", ".c++", ".C"}
 _HEADERS = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tcc"}
 # glibc >= 2.32 symbol libstdc++ headers reference; see resources/glibc_compat.c
 _SINGLE_THREADED = "-D__libc_single_threaded=publisher_libc_single_threaded"
+
+
+def cuda_include_dirs(cuda_home: str, platform: str) -> list[str]:
+    """The toolkit's include/ and its targets/<platform folder>/include (x86_64-linux, or
+    sbsa-linux on aarch64 servers): builds run natively, so the toolkit is the platform's."""
+    home = Path(cuda_home)
+    target = next((t for name in cuda_target_dirs(platform) if (t := home / "targets" / name / "include").is_dir()), None)
+    return [str(p) for p in (home / "include", target) if p is not None and p.is_dir()]
 
 
 def compile_variant(
@@ -52,11 +61,7 @@ def compile_variant(
     base_defines = flags.defines(ops_id, backend, stable)
     compat = ["-include", str(gen / "glibc_compat.h"), _SINGLE_THREADED]
     system_includes = [*toolchain.include_dirs, toolchain.python_include]
-    cuda_includes: list[str] = []
-    if toolchain.cuda_home:
-        cuda_includes = [str(p) for p in (Path(toolchain.cuda_home) / "include",
-                                           Path(toolchain.cuda_home) / "targets" / "x86_64-linux" / "include")
-                         if p.is_dir()]
+    cuda_includes = cuda_include_dirs(toolchain.cuda_home, planned.toolchain.platform) if toolchain.cuda_home else []
 
     fw = project.config.framework
     units: list[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = [
