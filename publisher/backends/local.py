@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from typing import ClassVar
+from typing import ClassVar, Iterator
 
 from publisher.build import package
 from publisher.build.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink
 from publisher.build.compile import compile_variant
 from publisher.build.git import git_state
 from publisher.build.inputs import source_digest
+from publisher.build.jobserver import JobServer
 from publisher.build.metadata import write_metadata
 from publisher.errors import EnvironmentProblem
 from publisher.plan import PlannedVariant
@@ -41,10 +43,12 @@ class LocalBackend:
         if not noarch:
             toolchain = ensure_toolchain(planned.toolchain, on_line, request.log)
             versions = toolchain.versions()
-            library = compile_variant(
-                project, planned, toolchain, ops, request.work_dir,
-                cores=request.options.cores, debug=request.options.debug, log=request.log, on_line=on_line,
-            )
+            with contextlib.ExitStack() as stack:
+                jobserver = request.jobserver or stack.enter_context(_own_jobserver(request.options.cores))
+                library = compile_variant(
+                    project, planned, toolchain, ops, request.work_dir,
+                    jobserver=jobserver, debug=request.options.debug, log=request.log, on_line=on_line,
+                )
             shutil.copy2(library, stage / library.name)
             archs = planned.archs
         try:
@@ -58,3 +62,13 @@ class LocalBackend:
 
     def close(self) -> None:
         """Nothing to release: everything ran as child processes of this one."""
+
+
+@contextlib.contextmanager
+def _own_jobserver(cores: int) -> Iterator[JobServer]:
+    """A build called outside the scheduler gets `cores` slots of its own."""
+    server = JobServer(cores)
+    try:
+        yield server
+    finally:
+        server.close()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ClassVar, Protocol
 
+from publisher.build.jobserver import JobServer
 from publisher.plan import PlannedVariant
 from publisher.project.model import Project
 
@@ -21,7 +22,7 @@ LineSink = Callable[[str], None]
 class BuildOptions:
     debug: bool = False  # keep debug info, no stripping
     jobs: int = 1  # variants built at once
-    cores: int = 1  # compiler processes per variant (ninja -j)
+    cores: int = 1  # compiler processes per variant; jobs x cores is the run's shared budget
     strict: bool = False  # ABI violations are errors
     force: bool = False  # ignore the cache
     extra_env: tuple[tuple[str, str], ...] = ()  # e.g. index / CA settings passed through
@@ -35,6 +36,7 @@ class BuildRequest:
     log: Path  # append the full build log here
     work_dir: Path  # persistent per-variant scratch (object files: incremental rebuilds)
     options: BuildOptions
+    jobserver: JobServer | None = None  # the run's shared compile slots (local compiles draw from it)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from publisher import runner
 from publisher.build import depends, flags
 from publisher.capabilities import cuda_target_dirs
 from publisher.build.backend import BuildFailed, LineSink
+from publisher.build.jobserver import JobServer
 from publisher.build.ninja_file import Compile, NinjaBuild, render, write_if_changed
 from publisher.plan import PlannedVariant
 from publisher.project.model import Project
@@ -40,7 +41,7 @@ def compile_variant(
     ops_id: str,
     work_dir: Path,
     *,
-    cores: int,
+    jobserver: JobServer,
     debug: bool,
     log: Path,
     on_line: LineSink,
@@ -103,8 +104,9 @@ def compile_variant(
                 raise BuildFailed(f"{src}: a CUDA source but the toolchain has no nvcc")
             if not archs:
                 raise BuildFailed(f"{src}: no CUDA capabilities to compile for (check the plan)")
-            args = [*flags.nvcc_flags(toolchain, debug), *flags.gencode_flags(archs), *base_defines, *compat,
-                    *inc, *_isystem(system_includes), *cuda_extra]
+            gencode = flags.gencode_flags(archs)
+            args = [*flags.nvcc_flags(toolchain, debug), *gencode, *flags.nvcc_parallel_flags(toolchain, len(gencode)),
+                    *base_defines, *compat, *inc, *_isystem(system_includes), *cuda_extra]
             compiles.append(Compile(source, obj, "nvcc", tuple(args)))
         else:
             raise BuildFailed(
@@ -131,8 +133,13 @@ def compile_variant(
     env.pop("LD_RUN_PATH", None)  # ld would turn it into an RPATH
     if toolchain.cuda_home:
         env["CUDA_HOME"] = toolchain.cuda_home
+    env.update(jobserver.env())
     ninja_bin = os.path.join(ninja.BIN_DIR, "ninja")
-    result = runner.run([ninja_bin, "-C", str(work_dir), f"-j{max(1, cores)}"], env=env, log=log, on_line=on_line)
+    with jobserver.slot() as got:
+        if not got:
+            raise BuildFailed("cancelled")
+        # no -j: ninja then takes its parallelism from the jobserver in MAKEFLAGS
+        result = runner.run([ninja_bin, "-C", str(work_dir)], env=env, log=log, on_line=on_line)
     if not result.ok:
         raise BuildFailed(_first_error(result))
     return library

@@ -3,8 +3,10 @@ promises a kernel's sources (UPSTREAM.md section 2) plus what torch needs."""
 
 from __future__ import annotations
 
+import functools
 import re
 
+from publisher import runner
 from publisher.toolchain import Toolchain
 
 PY_LIMITED_API = "0x03090000"  # abi3 for CPython >= 3.9, as upstream
@@ -62,6 +64,22 @@ def nvcc_flags(toolchain: Toolchain, debug: bool) -> list[str]:
         "--expt-relaxed-constexpr",
         *(["-O0", "-g", "-lineinfo"] if debug else ["-O3"]),
     ]
+
+
+def nvcc_parallel_flags(toolchain: Toolchain, targets: int) -> list[str]:
+    """Compile a file's architectures in parallel threads, each beyond the
+    first taking a slot from the build's jobserver. An nvcc without
+    `--jobserver` (older CUDA) compiles them one after another: unmetered
+    threads would oversubscribe the cores and the memory."""
+    if targets < 2 or not toolchain.nvcc or not _nvcc_has_jobserver(toolchain.nvcc):
+        return []
+    return [f"--threads={targets}", "--jobserver"]
+
+
+@functools.lru_cache(maxsize=None)
+def _nvcc_has_jobserver(nvcc: str) -> bool:
+    result = runner.run([nvcc, "--help"])
+    return result.ok and "--jobserver" in result.output
 
 
 def torch_libraries(backend: str) -> list[str]:

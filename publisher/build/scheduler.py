@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
+import yaml
+
 from publisher import runner, state
 from publisher.build import stage as staging
 from publisher.build.abi import AbiReport, check_abi
@@ -25,6 +27,7 @@ from publisher.build.backend import (
 )
 from publisher.build.git import git_state
 from publisher.build.inputs import input_key, source_digest
+from publisher.build.jobserver import JobServer
 from publisher.build.metadata import METADATA, check_variant
 from publisher.plan import PlannedVariant
 from publisher.project.model import Project
@@ -32,8 +35,7 @@ from publisher.ui import Progress
 
 GIB = 1024**3
 UNAVAILABLE_TTL = 3600  # seconds an unavailable toolchain is not retried (--force retries)
-NVCC_BYTES = 3 * GIB  # one nvcc process peaks at ~2-4 GiB
-CXX_BYTES = 1 * GIB
+COMPILE_MEMORY = Path(__file__).resolve().parent.parent / "resources" / "compile_memory.yaml"
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,7 @@ class VariantResult:
 def default_budget(planned: Sequence[PlannedVariant], jobs: int | None, cores: int | None) -> tuple[int, int]:
     """(jobs, cores): parallel variants x compiler processes each, within the
     machine's cores and its free memory (nvcc is memory hungry)."""
-    cpus = os.cpu_count() or 1
-    per_proc = NVCC_BYTES if any(p.backend == "cuda" for p in planned) else CXX_BYTES
-    procs = max(1, min(cpus, _available_memory() // per_proc))
+    procs = max(1, min(os.cpu_count() or 1, memory_slots(planned)))
     if jobs and cores:
         return jobs, cores
     if jobs:
@@ -84,6 +84,19 @@ def default_budget(planned: Sequence[PlannedVariant], jobs: int | None, cores: i
         return max(1, min(len(planned) or 1, procs // cores)), cores
     jobs = max(1, min(len(planned) or 1, procs // 2))
     return jobs, max(1, procs // jobs)
+
+
+def compile_slots(planned: Sequence[PlannedVariant], options: BuildOptions) -> int:
+    """Compiles the whole run may have at once: jobs x cores, shared by every
+    variant in flight, never more than the free memory holds."""
+    return max(1, min(options.jobs * options.cores, memory_slots(planned)))
+
+
+def memory_slots(planned: Sequence[PlannedVariant]) -> int:
+    """How many compiles the free memory holds (resources/compile_memory.yaml)."""
+    per_compile = yaml.safe_load(COMPILE_MEMORY.read_text())
+    gib = per_compile["nvcc"] if any(p.backend == "cuda" for p in planned) else per_compile["cxx"]
+    return int(_available_memory() // (gib * GIB))
 
 
 def _available_memory() -> int:
@@ -124,6 +137,7 @@ class Scheduler:
             self._sources = source_digest(self.project)
             self._unique = git.unique if git else self._sources[:10]
             self.progress.start([p.name for p in planned])
+            self._jobserver = JobServer(compile_slots(planned, self.options))
             results: dict[str, VariantResult] = {}
             pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs), thread_name_prefix="build")
             futures: dict[Future, PlannedVariant] = {pool.submit(self._one, p): p for p in planned}
@@ -145,11 +159,13 @@ class Scheduler:
                 # every worker has finished: the refusal that _stop set up must not outlive this run
                 pool.shutdown(wait=True)
                 runner.allow_new()
+                self._jobserver.close()
             self.progress.close()
             return [results[p.name] for p in planned if p.name in results]
 
     def _stop(self) -> None:
         self.cancel.set()
+        self._jobserver.abort()
         runner.kill_all()
 
     # -- one variant -------------------------------------------------------
@@ -175,7 +191,7 @@ class Scheduler:
         self.progress.update(name, "building", log=log)
         stage = staging.new_stage(self.build_dir, name)
         work = staging.work_dir(self.build_dir, name)
-        request = BuildRequest(self.project, planned, stage, log, work, self.options)
+        request = BuildRequest(self.project, planned, stage, log, work, self.options, self._jobserver)
         try:
             outcome = self.backend.build(request, lambda line: self.progress.line(name, line))
             if self.cancel.is_set():
