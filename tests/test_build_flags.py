@@ -2,7 +2,7 @@
 
 import pytest
 
-from publisher.build.flags import defines, gencode_flags, stable_abi_define
+from publisher.build.flags import defines, gencode_flags, ops_define, stable_abi_define
 
 
 def test_gencode_per_capability_with_ptx_and_suffixes():
@@ -25,9 +25,10 @@ def test_stable_abi_target_version_matches_torch_encoding():
     assert stable_abi_define("2.10") == "-DTORCH_TARGET_VERSION=0x20a000000000000"
 
 
-def test_defines_name_the_ops_namespace_backend_and_limited_api():
-    flags = defines("_relu_cuda_abc1234", "cuda", None)
-    assert "-DTORCH_EXTENSION_NAME=_relu_cuda_abc1234" in flags
+def test_defines_name_the_backend_and_limited_api_and_the_ops_id_apart():
+    flags = defines("cuda", None)
+    assert ops_define("_relu_cuda_abc1234") == "-DTORCH_EXTENSION_NAME=_relu_cuda_abc1234"
+    assert not any(f.startswith("-DTORCH_EXTENSION_NAME") for f in flags)
     assert "-DCUDA_KERNEL" in flags and "-DPy_LIMITED_API=0x03090000" in flags
     assert "-D_GLIBCXX_USE_CXX11_ABI=1" in flags
     assert not any(f.startswith("-DTORCH_TARGET_VERSION") for f in flags)

@@ -76,21 +76,20 @@ def test_local_build_loads_caches_and_rebuilds_incrementally(tmp_path):
     second = _json(publisher("build", str(project), "--local", "--json"))
     assert _states(second) == {CPU_VARIANT: "cached"}
 
-    # The first edit makes the tree dirty: the ops id becomes <rev>_dirty and
-    # everything recompiles. From then on, one changed source recompiles only
-    # that object, then relinks.
+    # One changed kernel source gives a new ops id (a hash of the inputs), so
+    # that object and the binding (the one unit naming the ops id) recompile,
+    # then the link; nothing else.
     scale = project / "scale_cpu" / "scale.cpp"
     scale.write_text(scale.read_text().replace("src[i] * factor", "factor * src[i]"))
-    assert _states(_json(publisher("build", str(project), "--local", "--json"))) == {CPU_VARIANT: "built"}
-    scale.write_text(scale.read_text().replace("factor * src[i]", "factor * src[i] + 0.0f"))
     third = _json(publisher("build", str(project), "--local", "--json"))
     assert _states(third) == {CPU_VARIANT: "built"}
     log = Path(third["variants"][0]["log"]).read_text()
-    compiled = [line for line in log.splitlines() if line.startswith("[") and ("] CXX " in line or "] CC " in line)]
-    assert len(compiled) == 1 and compiled[0].endswith("scale_cpu/scale.cpp"), compiled
+    compiled = sorted(line.rsplit("/", 1)[-1] for line in log.splitlines()
+                      if line.startswith("[") and ("] CXX " in line or "] CC " in line))
+    assert compiled == ["scale.cpp", "torch_binding.cpp"], compiled
     assert "] LINK " in log
     dirty = json.loads((variant / "metadata.json").read_text())
-    assert dirty["provenance"]["kernel"]["dirty"] is True and dirty["id"].endswith("_dirty")
+    assert dirty["provenance"]["kernel"]["dirty"] is True and dirty["id"] != meta.id
 
     # a failing compile: exit 1, first error shown, the previous variant untouched
     before = state.variant_fingerprint(variant)
@@ -125,6 +124,33 @@ def test_local_build_loads_caches_and_rebuilds_incrementally(tmp_path):
     assert not any(state.staging_dir(build).iterdir())
     leftovers = subprocess.run(["pgrep", "-f", str(project / "scale_cpu")], capture_output=True, text=True)
     assert leftovers.stdout.strip() == "", "compiler processes survived the interrupt"
+
+
+def test_commit_that_changes_no_build_input_recompiles_nothing(tmp_path):
+    project = write_tiny_project(tmp_path / "tiny", git=True)
+    first = _json(publisher("build", str(project), "--local", "--json"))
+    assert _states(first) == {CPU_VARIANT: "built"}
+    variant = project / "build" / CPU_VARIANT
+    before = json.loads((variant / "metadata.json").read_text())
+
+    (project / "tests").mkdir(exist_ok=True)
+    (project / "tests" / "test_more.py").write_text("def test_nothing():\n    pass\n")
+    (project / "README.md").write_text("# tiny\n")
+    git = ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "tests and docs only"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+    second = _json(publisher("build", str(project), "--local", "--json"))
+    assert _states(second) == {CPU_VARIANT: "built"}  # repackaged: its provenance names the new commit
+    log = Path(second["variants"][0]["log"]).read_text()
+    assert "ninja: no work to do." in log, log
+    assert not [line for line in log.splitlines() if line.startswith("[")], "an object was recompiled or relinked"
+    after = json.loads((variant / "metadata.json").read_text())
+    assert after["id"] == before["id"]
+    assert after["provenance"]["kernel"] == {"commit": commit, "dirty": False}
+    out = _load_in_subprocess(project / "build", "print(k.scale(torch.arange(3, dtype=torch.float32), 2.0).tolist())")
+    assert json.loads(out) == [0.0, 2.0, 4.0]
 
 
 def test_python_only_project_builds_noarch_variants(tmp_path):

@@ -11,7 +11,7 @@ from publisher.build import package
 from publisher.build.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink
 from publisher.build.compile import compile_variant
 from publisher.build.git import git_state
-from publisher.build.inputs import source_digest
+from publisher.build.inputs import ops_unique, source_digest
 from publisher.build.jobserver import JobServer
 from publisher.build.metadata import write_metadata
 from publisher.errors import EnvironmentProblem
@@ -35,13 +35,14 @@ class LocalBackend:
         project, planned, stage = request.project, request.planned, request.stage_dir
         assert project.root is not None
         git = git_state(project.root)
-        unique = git.unique if git else source_digest(project)[:10]
-        ops = package.ops_id(project, planned.backend, unique)
         noarch = planned.variant.framework == "torch-noarch"
         versions: dict[str, str] = {}
         archs: tuple[str, ...] = ()
-        if not noarch:
-            toolchain = ensure_toolchain(planned.toolchain, on_line, request.log)
+        toolchain = None if noarch else ensure_toolchain(planned.toolchain, on_line, request.log)
+        unique = ops_unique(planned, toolchain.identity if toolchain else "noarch", request.options.debug,
+                            source_digest(project))
+        ops = package.ops_id(project, planned.backend, unique)
+        if toolchain:
             versions = toolchain.versions()
             with contextlib.ExitStack() as stack:
                 jobserver = request.jobserver or stack.enter_context(_own_jobserver(request.options.cores))

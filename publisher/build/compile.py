@@ -13,6 +13,7 @@ from publisher import runner
 from publisher.build import depends, flags
 from publisher.capabilities import cuda_target_dirs
 from publisher.build.backend import BuildFailed, LineSink
+from publisher.build.inputs import project_files
 from publisher.build.jobserver import JobServer
 from publisher.build.ninja_file import Compile, NinjaBuild, render, write_if_changed
 from publisher.plan import PlannedVariant
@@ -59,7 +60,9 @@ def compile_variant(
     stable = project.config.framework.stable_abi.get(backend)
     if stable and planned.variant.framework != "torch-stable-abi":
         stable = None
-    base_defines = flags.defines(ops_id, backend, stable)
+    base_defines = flags.defines(backend, stable)
+    header_names_ops = any(flags.OPS_MACRO.encode() in path.read_bytes()
+                           for path in project_files(project) if path.suffix in _HEADERS)
     compat = ["-include", str(gen / "glibc_compat.h"), _SINGLE_THREADED]
     system_includes = [*toolchain.include_dirs, toolchain.python_include]
     cuda_includes = cuda_include_dirs(toolchain.cuda_home, planned.toolchain.platform) if toolchain.cuda_home else []
@@ -92,12 +95,14 @@ def compile_variant(
         # as upstream: our headers, `csrc`, and the declared `include` folders (no project root)
         inc = [f"-I{gen}", f"-I{root / 'csrc'}", *(f"-I{(root / i).resolve()}" for i in includes)]
         obj = work_dir / "obj" / (_object_name(root, source) + ".o")
+        # a project header naming the ops id may reach any unit: then every unit gets it
+        ops_flag = [flags.ops_define(ops_id)] if header_names_ops or flags.OPS_MACRO.encode() in source.read_bytes() else []
         if suffix in _CXX:
-            args = [*flags.cxx_flags(debug), *base_defines, *compat, *inc,
+            args = [*flags.cxx_flags(debug), *base_defines, *ops_flag, *compat, *inc,
                     *_isystem(system_includes + cuda_includes), *cxx_extra]
             compiles.append(Compile(source, obj, "cxx", tuple(args)))
         elif suffix == ".c":
-            args = ["-fPIC", "-O2", *base_defines, *compat, *inc, *_isystem(system_includes)]
+            args = ["-fPIC", "-O2", *base_defines, *ops_flag, *compat, *inc, *_isystem(system_includes)]
             compiles.append(Compile(source, obj, "cc", tuple(args)))
         elif suffix == ".cu" and backend == "cuda":
             if not toolchain.nvcc:
@@ -106,7 +111,7 @@ def compile_variant(
                 raise BuildFailed(f"{src}: no CUDA capabilities to compile for (check the plan)")
             gencode = flags.gencode_flags(archs)
             args = [*flags.nvcc_flags(toolchain, debug), *gencode, *flags.nvcc_parallel_flags(toolchain, len(gencode)),
-                    *base_defines, *compat, *inc, *_isystem(system_includes), *cuda_extra]
+                    *base_defines, *ops_flag, *compat, *inc, *_isystem(system_includes), *cuda_extra]
             compiles.append(Compile(source, obj, "nvcc", tuple(args)))
         else:
             raise BuildFailed(

@@ -33,9 +33,17 @@ def stable_abi_define(version: str) -> str:
     return f"-DTORCH_TARGET_VERSION={hex((major << 56) | (minor << 48))}"
 
 
-def defines(ops_id: str, backend: str, stable_abi: str | None) -> list[str]:
+OPS_MACRO = "TORCH_EXTENSION_NAME"
+
+
+def ops_define(ops_id: str) -> str:
+    """Given only to the translation units that name the macro (compile.py):
+    a new ops id then recompiles the binding, not every kernel."""
+    return f"-D{OPS_MACRO}={ops_id}"
+
+
+def defines(backend: str, stable_abi: str | None) -> list[str]:
     out = [
-        f"-DTORCH_EXTENSION_NAME={ops_id}",
         f"-D{backend.upper()}_KERNEL",
         f"-DPy_LIMITED_API={PY_LIMITED_API}",
         "-D_GLIBCXX_USE_CXX11_ABI=1",

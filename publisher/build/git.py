@@ -1,5 +1,5 @@
-"""The project's git state: the commit and dirty flag recorded in provenance,
-and the short revision that makes the ops id unique."""
+"""The project's git state: the commit and dirty flag recorded in provenance
+(a new one repackages a variant; the ops id is a content hash, inputs.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class GitState:
     dirty: bool  # tracked files under the project differ from the commit
 
     @property
-    def unique(self) -> str:
+    def revision(self) -> str:
         return self.commit[:7] + ("_dirty" if self.dirty else "")
 
 

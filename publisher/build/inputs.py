@@ -51,6 +51,22 @@ def source_digest(project: Project) -> str:
     return h.hexdigest()
 
 
+def ops_unique(planned: PlannedVariant, toolchain_identity: str, debug: bool, sources: str) -> str:
+    """The unique part of the ops id (UPSTREAM.md section 2 allows a content
+    hash): a hash of what the library is made from, not of the git revision,
+    so a commit that changes no build input keeps the id and recompiles
+    nothing, while builds from different inputs still load side by side."""
+    blob = {
+        "publisher": __version__,
+        "variant": planned.name,
+        "archs": {k: list(v) for k, v in sorted(planned.kernel_archs.items())},
+        "toolchain": toolchain_identity,
+        "debug": debug,
+        "sources": sources,
+    }
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:10]
+
+
 def input_key(
     project: Project,
     planned: PlannedVariant,
@@ -58,8 +74,11 @@ def input_key(
     backend_name: str,
     backend_identity: str,
     sources: str,
-    unique: str,
+    revision: str | None,
 ) -> str:
+    """`revision` (the git state) is part of the key because the variant
+    records it (provenance): a new commit repackages the variant, and the
+    unchanged ops id lets ninja find nothing to recompile."""
     blob = {
         "publisher": __version__,
         "backend": backend_name,
@@ -69,6 +88,6 @@ def input_key(
         "toolchain": asdict(planned.toolchain),
         "debug": options.debug,
         "sources": sources,
-        "unique": unique,
+        "revision": revision,
     }
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()

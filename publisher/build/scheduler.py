@@ -135,7 +135,7 @@ class Scheduler:
             self._report = state.read_report(state.build_report_path(self.build_dir))
             git = git_state(self.project.root)
             self._sources = source_digest(self.project)
-            self._unique = git.unique if git else self._sources[:10]
+            self._revision = git.revision if git else None
             self.progress.start([p.name for p in planned])
             self._jobserver = JobServer(compile_slots(planned, self.options))
             results: dict[str, VariantResult] = {}
@@ -179,7 +179,7 @@ class Scheduler:
             return base
         t0 = time.monotonic()
         key = input_key(self.project, planned, self.options, self.backend.name,
-                        self.backend.input_identity(planned), self._sources, self._unique)
+                        self.backend.input_identity(planned), self._sources, self._revision)
         base = replace(base, inputs=key)
         cached = self._cached(planned, key)
         if cached is not None:
@@ -207,7 +207,7 @@ class Scheduler:
             staging.promote(stage, target)
             # the toolchain may have been created by this build: key the cache on what it is now
             key = input_key(self.project, planned, self.options, self.backend.name,
-                            self.backend.input_identity(planned), self._sources, self._unique)
+                            self.backend.input_identity(planned), self._sources, self._revision)
             res = replace(base, state="built", inputs=key, abi=abi, toolchain=outcome.toolchain,
                           fingerprint=state.variant_fingerprint(target))
         except ToolchainUnavailable as err:
