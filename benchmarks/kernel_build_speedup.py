@@ -1,0 +1,104 @@
+"""One real kernel project built by two publisher trees (a baseline, e.g. a
+worktree at git main, and this one), same variant, same core budget, and the
+ratio of their wall times. Both builds start from a fresh git copy of the
+project (nothing cached); the project itself is never modified.
+
+Run them one after the other (default), or at the same time pinned to
+disjoint CPU sets (--cpus A B), which gives both the same machine load.
+
+    python benchmarks/kernel_build_speedup.py PROJECT --baseline TREE \\
+        [--variant NAME | --local] [--cores N] [--matrix FILE] [--cpus 0-1 2-3]
+
+PROJECT is e.g. a copy of kernels-community/relu outside this repository;
+TREE is a folder holding the baseline's `publisher` package
+(`git worktree add --detach /tmp/base main`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+
+
+def fresh_copy(project: Path, dest: Path) -> Path:
+    shutil.copytree(project, dest, ignore=shutil.ignore_patterns("build", ".git"))
+    git = ["git", "-C", str(dest), "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "copy"]):
+        subprocess.run([*git, *argv], check=True)
+    return dest
+
+
+def start(tree: Path, project: Path, args: list[str], cpus: str | None) -> tuple[subprocess.Popen, float]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    argv = [sys.executable, "-m", "publisher", "build", str(project), *args, "--json"]
+    if cpus:
+        argv = ["taskset", "-c", cpus, *argv]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, time.perf_counter()
+
+
+def finish(proc: subprocess.Popen, t0: float, label: str) -> tuple[float, str]:
+    out, err = proc.communicate()
+    seconds = time.perf_counter() - t0
+    try:
+        states = ", ".join(f"{v['variant']}={v['state']}" for v in json.loads(out)["variants"])
+    except (ValueError, KeyError):
+        raise SystemExit(f"{label}: publisher build failed:\n{out[-2000:]}\n{err[-3000:]}")
+    return seconds, states
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("project", type=Path)
+    ap.add_argument("--baseline", type=Path, required=True, help="folder holding the baseline's publisher package")
+    ap.add_argument("--variant", help="variant to build (default: --local)")
+    ap.add_argument("--local", action="store_true", help="build the running torch's variant")
+    ap.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="--cores for both builds")
+    ap.add_argument("--matrix", type=Path)
+    ap.add_argument("--cpus", nargs=2, metavar=("BASELINE", "THIS"), help="run both at once, pinned (taskset -c)")
+    opts = ap.parse_args()
+    args = ["--local"] if opts.local or not opts.variant else ["--variant", opts.variant]
+    args += ["--cores", str(opts.cores), "--jobs", "1"]
+    if opts.matrix:
+        args += ["--matrix", str(opts.matrix.resolve())]
+
+    work = Path(tempfile.mkdtemp(prefix="publisher-kernel-bench-"))
+    trees = {"baseline": opts.baseline.resolve(), "this tree": HERE}
+    copies = {label: fresh_copy(opts.project, work / label.replace(" ", "-")) for label in trees}
+    rows: list[tuple[str, float, str]] = []
+    loads = [load()]
+    if opts.cpus:
+        running = {label: start(trees[label], copies[label], args, cpus) for label, cpus in zip(trees, opts.cpus)}
+        for label, (proc, t0) in running.items():
+            rows.append((label, *finish(proc, t0, label)))
+    else:
+        for label in trees:
+            rows.append((label, *finish(*start(trees[label], copies[label], args, None), label)))
+            loads.append(load())
+    loads.append(load())
+
+    print(f"project {opts.project.name}, publisher build {' '.join(args)}"
+          + (f", pinned {opts.cpus[0]} / {opts.cpus[1]}, at the same time" if opts.cpus else ", one after the other"))
+    print(f"load average (1, 5, 15 min) along the run: {' | '.join(loads)}")
+    print(f"{'tree':<10}  {'seconds':>8}  result")
+    for label, seconds, states in rows:
+        print(f"{label:<10}  {seconds:8.1f}  {states}")
+    print(f"this tree / baseline: {rows[1][1] / rows[0][1]:.2f} of the time ({rows[0][1] / rows[1][1]:.2f}x faster)")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
