@@ -96,7 +96,8 @@ def compile_variant(
         inc = [f"-I{gen}", f"-I{root / 'csrc'}", *(f"-I{(root / i).resolve()}" for i in includes)]
         obj = work_dir / "obj" / (_object_name(root, source) + ".o")
         # a project header naming the ops id may reach any unit: then every unit gets it
-        ops_flag = [flags.ops_define(ops_id)] if header_names_ops or flags.OPS_MACRO.encode() in source.read_bytes() else []
+        names_ops = header_names_ops or flags.OPS_MACRO.encode() in source.read_bytes()
+        ops_flag = [flags.ops_define(ops_id)] if names_ops else []
         if suffix in _CXX:
             args = [*flags.cxx_flags(debug), *base_defines, *ops_flag, *compat, *inc,
                     *_isystem(system_includes + cuda_includes), *cxx_extra]

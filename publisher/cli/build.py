@@ -27,7 +27,9 @@ from publisher.ui import PlainLines, make_progress, render_summary
 @click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB.")
 @click.option("--backend", "backend_name", type=click.Choice(list(BACKENDS)), default="local", show_default=True)
 @click.option("--jobs", type=click.IntRange(min=1), help="Variants built at once (default: from cores and memory).")
-@click.option("--cores", type=click.IntRange(min=1), help="Compiler processes per variant.")
+@click.option("--cores", type=click.IntRange(min=1),
+              help="Compiles per variant: jobs x cores slots, shared by the variants in flight and by nvcc's "
+                   "architecture threads, capped by free memory.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed variant (default: keep going).")
 @click.option("--only-failed", is_flag=True, help="Rebuild only the variants that failed last time.")
 @click.option("--force", is_flag=True, help="Rebuild even when nothing changed.")
