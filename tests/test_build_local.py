@@ -5,6 +5,7 @@ and a failed or interrupted build never damages the previous variant."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -151,6 +152,27 @@ def test_commit_that_changes_no_build_input_recompiles_nothing(tmp_path):
     assert after["provenance"]["kernel"] == {"commit": commit, "dirty": False}
     out = _load_in_subprocess(project / "build", "print(k.scale(torch.arange(3, dtype=torch.float32), 2.0).tolist())")
     assert json.loads(out) == [0.0, 2.0, 4.0]
+
+
+def test_builds_from_different_inputs_load_side_by_side(tmp_path):
+    project = write_tiny_project(tmp_path / "tiny", git=True)
+    assert _states(_json(publisher("build", str(project), "--local", "--json"))) == {CPU_VARIANT: "built"}
+    first = tmp_path / "first"
+    shutil.copytree(project / "build" / CPU_VARIANT, first / CPU_VARIANT)
+    scale = project / "scale_cpu" / "scale.cpp"
+    scale.write_text(scale.read_text().replace("src[i] * factor", "src[i] * factor * 2.0f"))
+    assert _states(_json(publisher("build", str(project), "--local", "--json"))) == {CPU_VARIANT: "built"}
+
+    ids = {json.loads((d / CPU_VARIANT / "metadata.json").read_text())["id"] for d in (first, project / "build")}
+    assert len(ids) == 2
+    script = (
+        "import json, torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
+        f"a = get_local_kernel(Path({str(first)!r}))\nb = get_local_kernel(Path({str(project / 'build')!r}))\n"
+        "x = torch.ones(2)\nprint(json.dumps([a.scale(x, 3.0).tolist(), b.scale(x, 3.0).tolist()]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [[3.0, 3.0], [6.0, 6.0]]
 
 
 def test_python_only_project_builds_noarch_variants(tmp_path):
