@@ -31,6 +31,8 @@ HERE = Path(__file__).resolve().parents[1]
 
 def fresh_copy(project: Path, dest: Path) -> Path:
     shutil.copytree(project, dest, ignore=shutil.ignore_patterns("build", ".git"))
+    if not shutil.which("git"):  # publisher builds a project outside git too (no provenance commit)
+        return dest
     git = ["git", "-C", str(dest), "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
     for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "copy"]):
         subprocess.run([*git, *argv], check=True)
