@@ -44,7 +44,8 @@ def start(tree: Path, project: Path, args: list[str], cpus: str | None) -> tuple
     argv = [sys.executable, "-m", "publisher", "build", str(project), *args, "--json"]
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # cwd: `python -m` puts the working folder first on sys.path, before PYTHONPATH
+    proc = subprocess.Popen(argv, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return proc, time.perf_counter()
 
 
@@ -71,13 +72,15 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="--cores for both builds")
     ap.add_argument("--matrix", type=Path)
     ap.add_argument("--cpus", nargs=2, metavar=("BASELINE", "THIS"), help="run both at once, pinned (taskset -c)")
+    ap.add_argument("--keep", type=Path, help="build in this folder and keep it (logs, .ninja_log timings)")
     opts = ap.parse_args()
     args = ["--local"] if opts.local or not opts.variant else ["--variant", opts.variant]
     args += ["--cores", str(opts.cores), "--jobs", "1"]
     if opts.matrix:
         args += ["--matrix", str(opts.matrix.resolve())]
 
-    work = Path(tempfile.mkdtemp(prefix="publisher-kernel-bench-"))
+    work = opts.keep.resolve() if opts.keep else Path(tempfile.mkdtemp(prefix="publisher-kernel-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
     trees = {"baseline": opts.baseline.resolve(), "this tree": HERE}
     copies = {label: fresh_copy(opts.project, work / label.replace(" ", "-")) for label in trees}
     rows: list[tuple[str, float, str]] = []
@@ -99,7 +102,8 @@ def main() -> None:
     for label, seconds, states in rows:
         print(f"{label:<10}  {seconds:8.1f}  {states}")
     print(f"this tree / baseline: {rows[1][1] / rows[0][1]:.2f} of the time ({rows[0][1] / rows[1][1]:.2f}x faster)")
-    shutil.rmtree(work, ignore_errors=True)
+    if not opts.keep:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -141,11 +141,8 @@ def compile_variant(
         env["CUDA_HOME"] = toolchain.cuda_home
     env.update(jobserver.env())
     ninja_bin = os.path.join(ninja.BIN_DIR, "ninja")
-    with jobserver.slot() as got:
-        if not got:
-            raise BuildFailed("cancelled")
-        # no -j: ninja then takes its parallelism from the jobserver in MAKEFLAGS
-        result = runner.run([ninja_bin, "-C", str(work_dir)], env=env, log=log, on_line=on_line)
+    # no -j: ninja then takes its parallelism from the jobserver in MAKEFLAGS
+    result = runner.run([ninja_bin, "-C", str(work_dir)], env=env, log=log, on_line=on_line)
     if not result.ok:
         raise BuildFailed(_first_error(result))
     return library

@@ -165,7 +165,6 @@ class Scheduler:
 
     def _stop(self) -> None:
         self.cancel.set()
-        self._jobserver.abort()
         runner.kill_all()
 
     # -- one variant -------------------------------------------------------
