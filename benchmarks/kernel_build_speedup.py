@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
@@ -86,9 +87,11 @@ def main() -> None:
     rows: list[tuple[str, float, str]] = []
     loads = [load()]
     if opts.cpus:
-        running = {label: start(trees[label], copies[label], args, cpus) for label, cpus in zip(trees, opts.cpus)}
-        for label, (proc, t0) in running.items():
-            rows.append((label, *finish(proc, t0, label)))
+        # each build's own end time: wait for both at once, not one after the other
+        with ThreadPoolExecutor(2) as pool:
+            done = [pool.submit(lambda label, cpus: finish(*start(trees[label], copies[label], args, cpus), label),
+                                label, cpus) for label, cpus in zip(trees, opts.cpus)]
+            rows += [(label, *fut.result()) for label, fut in zip(trees, done)]
     else:
         for label in trees:
             rows.append((label, *finish(*start(trees[label], copies[label], args, None), label)))
