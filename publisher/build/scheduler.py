@@ -87,9 +87,10 @@ def default_budget(planned: Sequence[PlannedVariant], jobs: int | None, cores: i
 
 
 def compile_slots(planned: Sequence[PlannedVariant], options: BuildOptions) -> int:
-    """Compiles the whole run may have at once: jobs x cores, shared by every
-    variant in flight, never more than the free memory holds."""
-    return max(1, min(options.jobs * options.cores, memory_slots(planned)))
+    """Slots of the run's jobserver: jobs x cores, shared by every variant in
+    flight, within the free memory (less one compile per variant: each ninja
+    runs one beyond the pool, see jobserver.py)."""
+    return max(1, min(options.jobs * options.cores, memory_slots(planned) - options.jobs))
 
 
 def memory_slots(planned: Sequence[PlannedVariant]) -> int:
