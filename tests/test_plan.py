@@ -176,8 +176,7 @@ def test_default_matrix_has_the_required_upstream_cells():
             assert (torch, compute, "x86_64-linux") in required
             assert (torch, compute, "aarch64-linux") in required
         assert (torch, "metal", "aarch64-darwin") in required
-    optional = {(c.torch, c.compute) for c in matrix.cells if not c.required}
-    assert ("2.13", "cpu") in optional and ("2.11", "cu130") in optional
+    assert all(c.required for c in matrix.cells)  # a machine's own cells live in matrices/
 
 
 def test_broken_matrix_is_a_usage_error(tmp_path):
