@@ -13,6 +13,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -21,7 +22,7 @@ from huggingface_hub import HfApi, snapshot_download
 
 from push_fixtures import load_kernel, repo_name, run_publisher
 from publisher.build.metadata import check_variant
-from publisher.push.signature import bundle_problem
+from publisher.push.signature import GITHUB_ISSUER, bundle_problem
 
 WORKFLOW_REF = "acme/kernels-ci/.github/workflows/release.yml@refs/heads/main"
 SIGNER_URI = f"https://github.com/{WORKFLOW_REF}"
@@ -31,17 +32,38 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def sign(variant_dir: Path, key: ec.EllipticCurvePrivateKey | None = None, cert_key: ec.EllipticCurvePrivateKey | None = None) -> None:
+def _utf8(text: str) -> bytes:
+    """DER UTF8String (short form), as Fulcio encodes its v2 OIDC extensions."""
+    return b"\x0c" + bytes([len(text)]) + text.encode()
+
+
+def _github_identity(workflow_ref: str) -> list[x509.UnrecognizedExtension]:
+    """The OIDC claims Fulcio writes into a certificate for a GitHub Actions run."""
+    repo = workflow_ref.split("/.github/")[0]
+    return [
+        x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.1"), GITHUB_ISSUER.encode()),
+        x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.8"), _utf8(GITHUB_ISSUER)),
+        x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.9"), _utf8(f"https://github.com/{workflow_ref}")),
+        x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.12"), _utf8(f"https://github.com/{repo}")),
+    ]
+
+
+def sign(variant_dir: Path, key: ec.EllipticCurvePrivateKey | None = None, cert_key: ec.EllipticCurvePrivateKey | None = None,
+         workflow_ref: str = WORKFLOW_REF) -> None:
     """Write metadata.json.sigstore as `sigstore sign --bundle` lays it out (message
-    signature over the file's bytes, leaf certificate, one hashedrekord log entry).
-    `cert_key` other than `key` makes a certificate that does not match the signature."""
+    signature over the file's bytes, leaf certificate carrying the signing workflow's
+    identity, one hashedrekord log entry). `cert_key` other than `key` makes a
+    certificate that does not match the signature."""
     key = key or ec.generate_private_key(ec.SECP256R1())
     cert_key = cert_key or key
     now = datetime.datetime.now(datetime.timezone.utc)
     name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "publisher tests")])
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(cert_key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now)
-            .not_valid_after(now + datetime.timedelta(minutes=10)).sign(key, hashes.SHA256()))
+    builder = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(cert_key.public_key())
+               .serial_number(x509.random_serial_number()).not_valid_before(now)
+               .not_valid_after(now + datetime.timedelta(minutes=10)))
+    for extension in _github_identity(workflow_ref):
+        builder = builder.add_extension(extension, critical=False)
+    cert = builder.sign(key, hashes.SHA256())
     metadata = (variant_dir / "metadata.json").read_bytes()
     bundle = {
         "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
@@ -97,6 +119,17 @@ def test_signed_release_uploads_bundles_verifies_them_and_the_card_says_how(hub_
     readme = Path(api.hf_hub_download(repo, "README.md", repo_type="kernel")).read_text()
     assert "## Signatures" in readme
     assert f'GitHubWorkflowPolicy(repo_id="acme/kernels-ci", signer_uris=["{SIGNER_URI}"])' in readme
+    # That policy, as `kernels.verify` applies it, accepts the downloaded bundle's certificate and
+    # nothing signed by another workflow (the chain to Fulcio's root is what cannot be checked here).
+    from kernels.verify import GitHubWorkflowPolicy
+    from sigstore.errors import VerificationError
+    from sigstore.models import Bundle
+
+    policy = GitHubWorkflowPolicy(repo_id="acme/kernels-ci", signer_uris=[SIGNER_URI])
+    policy.verify(Bundle.from_json((local / "build" / "torch-cpu" / "metadata.json.sigstore").read_bytes()).signing_certificate)
+    sign(build / "torch-cpu", workflow_ref="acme/kernels-ci/.github/workflows/other.yml@refs/heads/main")
+    with pytest.raises(VerificationError):
+        policy.verify(Bundle.from_json((build / "torch-cpu" / "metadata.json.sigstore").read_bytes()).signing_certificate)
     assert f'install_kernel("{repo}", version=1)' in readme
     assert f"kernels verify-signature {repo} 1 --all-variants" in readme
 
