@@ -1,7 +1,7 @@
 """Build timings of `publisher build` on a tiny two-backend project.
 
 Prints a table: cold build per variant (CPU with the local torch, CUDA 13.0
-against PyPI torch 2.11), a no-op rebuild of the whole buildable matrix, a
+against PyPI torch 2.11, the GPU runner's cell), a no-op rebuild of those two, a
 rebuild after one source file changed, and two variants built in parallel
 versus one after the other. Toolchains are created (or reused from the user
 cache) before timing starts; their creation time is reported separately.
@@ -22,12 +22,23 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import yaml  # noqa: E402
+
 from build_fixtures import write_tiny_project  # noqa: E402
+from matrix_fixtures import GPU_RUNNER_MATRIX, local_variant_name, write_local_matrix  # noqa: E402
 
-import torch  # noqa: E402
 
-LOCAL = f"torch{''.join(torch.__version__.split('+')[0].split('.')[:2])}-cxx11-cpu-x86_64-linux"
-CUDA = "torch211-cxx11-cu130-x86_64-linux"
+LOCAL = local_variant_name()
+CUDA = "torch211-cxx11-cu130-x86_64-linux"  # the cell of GPU_RUNNER_MATRIX
+
+
+def buildable_matrix(base: Path) -> Path:
+    """The running torch's cell and the GPU runner's, in one matrix file."""
+    local = yaml.safe_load(write_local_matrix(base / "local.yaml").read_text())
+    local["torch"] += yaml.safe_load(GPU_RUNNER_MATRIX.read_text())["torch"]
+    path = base / "buildable.yaml"
+    path.write_text(yaml.safe_dump(local))
+    return path
 
 
 def publisher(*args: str, check: bool = True) -> tuple[float, dict]:
@@ -69,18 +80,19 @@ def main() -> None:
     base = opts.keep or Path(tempfile.mkdtemp(prefix="publisher-bench-"))
     base.mkdir(parents=True, exist_ok=True)
     rows: list[tuple[str, float, str]] = []
-    variants = ["--variant", LOCAL] + ([] if opts.no_cuda else ["--variant", CUDA])
+    both = ["--matrix", str(buildable_matrix(base))]
+    variants = [*both, "--variant", LOCAL] + ([] if opts.no_cuda else ["--variant", CUDA])
 
     if not opts.no_cuda:  # toolchain first, so cold build times are compile times
         warm = fresh(base, "warm")
         t0 = time.perf_counter()
-        from publisher.matrix import find_matrix, load_matrix
+        from publisher.matrix import load_matrix
         from publisher.plan import make_plan
         from publisher.project.load import require_project
         from publisher.toolchain import ensure_toolchain
 
         project = require_project(warm)
-        ensure_toolchain(make_plan(project, load_matrix(find_matrix(warm))).by_name()[CUDA].toolchain)
+        ensure_toolchain(make_plan(project, load_matrix(GPU_RUNNER_MATRIX)).by_name()[CUDA].toolchain)
         rows.append(("CUDA toolchain ready (created or reused)", time.perf_counter() - t0, "torch 2.11 + CUDA 13.0"))
 
     single_variant_rows(base, rows, variants, opts.no_cuda, opts.skip_matrix)
@@ -126,11 +138,11 @@ def single_variant_rows(base: Path, rows: list, variants: list[str], no_cuda: bo
 
     matrix = fresh(base, "matrix")
     if not no_cuda:
-        s, r = publisher(str(matrix), "--variant", CUDA, "--jobs", "1", "--cores", "2")
+        s, r = publisher(str(matrix), "--matrix", str(GPU_RUNNER_MATRIX), "--variant", CUDA, "--jobs", "1", "--cores", "2")
         rows.append((f"cold build {CUDA}", s, states(r)))
     publisher(str(matrix), *variants)
     s, r = publisher(str(matrix), *variants)
-    rows.append(("no-op rebuild, buildable matrix", s, states(r)))
+    rows.append(("no-op rebuild, local + GPU runner cells", s, states(r)))
     if skip_matrix:
         return
     s, r = publisher(str(matrix), check=False)  # creates every obtainable toolchain, builds what it can

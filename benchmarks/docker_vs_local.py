@@ -1,5 +1,5 @@
 """Docker backend vs local backend for the same variant (default: the
-rmsnorm CPU variant, torch 2.13). Prints a table:
+rmsnorm variant of the running torch, from a matrix holding that one cell). Prints a table:
 
 - image:        building the builder image (once per publisher version)
 - docker cold:  fresh volumes, so the toolchain (torch) is installed and the
@@ -12,7 +12,7 @@ rmsnorm CPU variant, torch 2.13). Prints a table:
 
 Needs a running engine and the base image (.ci/setup-docker.sh).
 
-    python benchmarks/docker_vs_local.py [--project DIR] [--variant NAME] [--rebuild-image]
+    python benchmarks/docker_vs_local.py [--project DIR] [--matrix FILE --variant NAME] [--rebuild-image]
 """
 
 from __future__ import annotations
@@ -29,13 +29,15 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+from matrix_fixtures import local_variant_name, write_local_matrix  # noqa: E402
 
 
-def build(project: Path, out: Path, backend: str, variant: str, env: dict, *extra: str) -> tuple[float, str]:
+def build(project: Path, out: Path, backend: str, variant: str, matrix: Path, env: dict, *extra: str) -> tuple[float, str]:
     t0 = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "publisher", "build", str(project), "--backend", backend, "--variant", variant,
-         "--out", str(out), "--json", *extra],
+         "--out", str(out), "--matrix", str(matrix), "--json", *extra],
         capture_output=True, text=True, env=env,
     )
     seconds = time.monotonic() - t0
@@ -51,10 +53,12 @@ def build(project: Path, out: Path, backend: str, variant: str, env: dict, *extr
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=REPO / "kernel_projects" / "rmsnorm")
-    parser.add_argument("--variant", default="torch213-cxx11-cpu-x86_64-linux")
+    parser.add_argument("--variant", default=local_variant_name())
+    parser.add_argument("--matrix", type=Path, help="matrix holding the variant's cell (default: the running torch's)")
     parser.add_argument("--base-image", default=os.environ.get("PUBLISHER_DOCKER_BASE_IMAGE", "publisher-base:bookworm"))
     parser.add_argument("--rebuild-image", action="store_true", help="remove the builder image first and time its build")
     args = parser.parse_args()
+    matrix = args.matrix or write_local_matrix(Path(tempfile.mkdtemp(prefix="bench-matrix-")) / "local.yaml")
 
     import docker
 
@@ -79,20 +83,20 @@ def main() -> None:
                 tag = backend._image_tag()
                 if any(tag in image.tags for image in client.images.list("publisher-builder")):
                     client.images.remove(tag, force=True)
-                seconds, _ = build(project, tmp / "image", "docker", args.variant, env)
+                seconds, _ = build(project, tmp / "image", "docker", args.variant, matrix, env)
                 rows.append(("docker: image + cold build", seconds, "built"))
                 client.volumes.get(cache_volume).remove(force=True)
                 for volume in client.volumes.list(filters={"name": work_prefix}):
                     volume.remove(force=True)
-            seconds, state = build(project, tmp / "cold", "docker", args.variant, env)
+            seconds, state = build(project, tmp / "cold", "docker", args.variant, matrix, env)
             rows.append(("docker cold (fresh volumes)", seconds, state))
-            seconds, state = build(project, tmp / "warm", "docker", args.variant, env)
+            seconds, state = build(project, tmp / "warm", "docker", args.variant, matrix, env)
             rows.append(("docker warm (fresh build folder)", seconds, state))
-            seconds, state = build(project, tmp / "warm", "docker", args.variant, env, "--force")
+            seconds, state = build(project, tmp / "warm", "docker", args.variant, matrix, env, "--force")
             rows.append(("docker warm --force (ninja up to date)", seconds, state))
-            seconds, state = build(project, tmp / "local", "local", args.variant, env)
+            seconds, state = build(project, tmp / "local", "local", args.variant, matrix, env)
             rows.append(("local (fresh build folder)", seconds, state))
-            seconds, state = build(project, tmp / "local", "local", args.variant, env)
+            seconds, state = build(project, tmp / "local", "local", args.variant, matrix, env)
             rows.append(("local no-op", seconds, state))
         finally:
             for volume in client.volumes.list(filters={"name": cache_volume}):

@@ -75,7 +75,8 @@ def _parse(path: Path, data: dict) -> Matrix:
     if not isinstance(data, dict) or data.get("schema") != 1:
         raise ValueError("`schema: 1` is required")
     indexes = data.get("indexes") or {}
-    toolkits = data.get("toolkits") or {}
+    # A matrix of one machine's cells need not repeat the toolkit defaults, a world fact kept once
+    toolkits = data["toolkits"] if "toolkits" in data else _default_toolkits(path)
     cells: list[Cell] = []
     seen: set[tuple[str, str, str]] = set()
     for release in data["torch"]:
@@ -113,3 +114,9 @@ def _parse(path: Path, data: dict) -> Matrix:
         cuda_toolkits=as_tuples(toolkits.get("cuda")),
         rocm_toolkits=as_tuples(toolkits.get("rocm")),
     )
+
+
+def _default_toolkits(path: Path) -> dict:
+    if Path(path).resolve() == DEFAULT_MATRIX.resolve():
+        raise ValueError("the default matrix must list `toolkits`")
+    return yaml.safe_load(DEFAULT_MATRIX.read_text())["toolkits"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 import platform
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from publisher import arch_flags
@@ -259,6 +259,11 @@ def local_plan(project: Project, matrix: Matrix) -> BuildPlan:
             "build the matrix instead (drop --local), or install a torch the project supports",
         )
     planned = PlannedVariant(planned.variant, _spec(cell, sys.executable), planned.required, planned.kernel_archs)
+    if not any((c.torch, c.compute, c.platform) == (cell.torch, cell.compute, cell.platform) for c in matrix.cells):
+        # Built all the same (--local means this torch), but a release from this matrix will not hold it
+        decision = replace(decision, rule="not-in-matrix", reason=(
+            f"the local torch {cell.torch_requirement.split('==')[-1]} ({cell.compute}, {cell.platform}) is not a cell of "
+            f"{matrix.path}: {planned.name} is built for this machine only"))
     return BuildPlan(project.name, (planned,), (decision,))
 
 

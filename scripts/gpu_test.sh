@@ -12,13 +12,16 @@
 #                                  with the variant's own toolchain (no GPU: expect "loaded, not run"
 #                                  and exit 1 from --require-gpu; everything else is exercised)
 #
-# Environment: PROJECT (default kernel_projects/rmsnorm), VARIANT (default
-# torch211-cxx11-cu130-x86_64-linux), PYTHON (publisher's interpreter here,
-# default .venv/bin/python), OUT (where the device step copies its report).
+# Environment: PROJECT (default kernel_projects/rmsnorm), MATRIX (the GPU
+# runner's cells, default matrices/gpu-runner-torch211-cu130.yaml), VARIANT
+# (default torch211-cxx11-cu130-x86_64-linux, a cell of MATRIX), PYTHON
+# (publisher's interpreter here, default .venv/bin/python), OUT (where the
+# device step copies its report).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PROJECT="${PROJECT:-kernel_projects/rmsnorm}"
+MATRIX="${MATRIX:-matrices/gpu-runner-torch211-cu130.yaml}"
 VARIANT="${VARIANT:-torch211-cxx11-cu130-x86_64-linux}"
 CARRY=".device-carry"  # ignored by git (.gitignore); named in the device call's `carry`
 # The GPU machine has torch, pytest, pytest-timeout, huggingface_hub, click, pyyaml,
@@ -30,7 +33,7 @@ prepare() {
   local python="${PYTHON:-$ROOT/.venv/bin/python}"
   cd "$ROOT"
   echo "== build $VARIANT of $PROJECT here"
-  "$python" -m publisher build "$PROJECT" --variant "$VARIANT"
+  "$python" -m publisher build "$PROJECT" --matrix "$MATRIX" --variant "$VARIANT"
 
   echo "== fill $CARRY/"
   rm -rf "$CARRY"

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from matrix_fixtures import GPU_RUNNER_MATRIX
+
 __all__ = [
     "BROKEN_REPO", "CUDA_VARIANT", "broken_project", "broken_cuda_project", "noarch_project",
     "fresh_copy", "publisher_cli", "write_broken", "write_noarch",
@@ -223,7 +225,7 @@ def broken_project(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def broken_cuda_project(broken_project) -> Path:
     """The broken kernel with its torch 2.11 + CUDA 13.0 variant built beside the CPU one."""
-    result = publisher_cli("build", str(broken_project), "--variant", CUDA_VARIANT, "--json")
+    result = publisher_cli("build", str(broken_project), "--matrix", str(GPU_RUNNER_MATRIX), "--variant", CUDA_VARIANT, "--json")
     if result.returncode != 0:
         rows = json.loads(result.stdout or "{}").get("variants", []) if result.stdout.startswith("{") else []
         if any(r.get("state") == "unavailable" for r in rows):

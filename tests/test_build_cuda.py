@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from build_fixtures import publisher, write_tiny_project
-from publisher.matrix import find_matrix, load_matrix
+from matrix_fixtures import GPU_RUNNER_MATRIX
+from publisher.matrix import load_matrix
 from publisher.plan import make_plan
 from publisher.project.load import require_project
 from publisher.toolchain import ensure_toolchain
@@ -22,7 +23,7 @@ VARIANT = "torch211-cxx11-cu130-x86_64-linux"
 
 def test_cuda_variant_compiles_links_and_imports_with_its_torch(tmp_path):
     root = write_tiny_project(tmp_path / "tiny")
-    result = publisher("build", str(root), "--variant", VARIANT, "--json", timeout=3000)
+    result = publisher("build", str(root), "--matrix", str(GPU_RUNNER_MATRIX), "--variant", VARIANT, "--json", timeout=3000)
     report = json.loads(result.stdout)
     entry = report["variants"][0]
     assert result.returncode == 0, (entry, (root / "build" / ".publisher" / "logs" / f"{VARIANT}.log").read_text()[-3000:])
@@ -34,7 +35,7 @@ def test_cuda_variant_compiles_links_and_imports_with_its_torch(tmp_path):
     assert meta["provenance"]["toolchain"]["torch"].startswith("2.11.0")
 
     project = require_project(root)
-    planned = make_plan(project, load_matrix(find_matrix(root))).by_name()[VARIANT]
+    planned = make_plan(project, load_matrix(GPU_RUNNER_MATRIX)).by_name()[VARIANT]
     toolchain = ensure_toolchain(planned.toolchain)
     assert toolchain.cuda_version == "13.0" and toolchain.nvcc
     script = f"""

@@ -4,6 +4,7 @@ and a failed or interrupted build never damages the previous variant."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import shutil
 import signal
@@ -69,7 +70,7 @@ def test_local_build_loads_caches_and_rebuilds_incrementally(tmp_path):
     raw = json.loads((variant / "metadata.json").read_text())
     commit = subprocess.run(["git", "-C", str(project), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     assert raw["provenance"]["kernel"] == {"commit": commit.strip(), "dirty": False}
-    assert raw["provenance"]["toolchain"]["torch"] == torch.__version__
+    assert raw["provenance"]["toolchain"]["torch"] == importlib.metadata.version("torch")
     dyn = subprocess.run(["readelf", "-d", str(variant / f"{meta.id}.abi3.so")], capture_output=True, text=True)
     assert "RPATH" not in dyn.stdout and "RUNPATH" not in dyn.stdout
 

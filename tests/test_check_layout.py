@@ -8,13 +8,13 @@ import shutil
 
 import pytest
 
-from corpus_index import BUILD_TOMLS, LAYOUTS, require_corpus
+from corpus_index import BUILD_TOMLS, LAYOUTS, cases, require_corpus
 from publisher.project.load import load_project
 from test_check import GOOD
 
 
 def _layouts():
-    return sorted(p.name for p in LAYOUTS.glob("*.txt") if p.name != "README.md") if LAYOUTS.is_dir() else []
+    return cases(sorted(p.name for p in LAYOUTS.glob("*.txt") if p.name != "README.md") if LAYOUTS.is_dir() else [])
 
 
 def materialize(root, listing: str):

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,11 +20,13 @@ import pytest
 from build_fixtures import write_tiny_project
 from publisher.backends.docker import LABEL, DockerBackend, work_volume
 from publisher.backends.docker_settings import CA_IN_CONTAINER, host_index_settings
+from matrix_fixtures import local_variant_name, write_local_matrix
 
 REPO = Path(__file__).resolve().parents[1]
 RMSNORM = REPO / "kernel_projects" / "rmsnorm"
+LOCAL_MATRIX = write_local_matrix(Path(tempfile.mkdtemp(prefix="publisher-matrix-")) / "local.yaml")
 BASE_IMAGE = os.environ.get("PUBLISHER_DOCKER_BASE_IMAGE", "publisher-base:bookworm")
-CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"  # the CPU torch the machines carry (/opt/wheels)
+LOCAL_VARIANT = local_variant_name()  # the running torch, whichever it is, built again in a container
 
 
 def _engine_problem() -> str | None:
@@ -72,13 +75,13 @@ def _drop_work_volumes(project: Path) -> None:
 @pytest.mark.slow
 @needs_engine
 def test_rmsnorm_cpu_builds_in_a_container_loads_and_a_second_build_reuses_the_caches(tmp_path):
-    first = _states(_publisher("build", str(RMSNORM), "--backend", "docker", "--variant", CPU_VARIANT,
+    first = _states(_publisher("build", str(RMSNORM), "--backend", "docker", "--matrix", str(LOCAL_MATRIX), "--variant", LOCAL_VARIANT,
                                "--out", str(tmp_path / "first"), "--json"))
-    entry = first[CPU_VARIANT]
+    entry = first[LOCAL_VARIANT]
     assert entry["state"] == "built", entry["error"]
     assert entry["backend"] == "docker"
     assert entry["abi"]["ok"], entry["abi"]
-    variant = tmp_path / "first" / CPU_VARIANT
+    variant = tmp_path / "first" / LOCAL_VARIANT
     assert all(p.stat().st_uid == os.getuid() for p in variant.iterdir())
     assert _our_containers() == []
 
@@ -95,15 +98,15 @@ def test_rmsnorm_cpu_builds_in_a_container_loads_and_a_second_build_reuses_the_c
 
     # A second build into a fresh folder (a CI job with a clean checkout):
     # nothing is downloaded or compiled again, the volumes have it all.
-    second = _states(_publisher("build", str(RMSNORM), "--backend", "docker", "--variant", CPU_VARIANT,
+    second = _states(_publisher("build", str(RMSNORM), "--backend", "docker", "--matrix", str(LOCAL_MATRIX), "--variant", LOCAL_VARIANT,
                                 "--out", str(tmp_path / "second"), "--json"))
-    assert second[CPU_VARIANT]["state"] == "built", second[CPU_VARIANT]["error"]
-    log = Path(second[CPU_VARIANT]["log"]).read_text()
+    assert second[LOCAL_VARIANT]["state"] == "built", second[LOCAL_VARIANT]["error"]
+    log = Path(second[LOCAL_VARIANT]["log"]).read_text()
     inner = log.split("--- build log inside the container ---", 1)[1]
     assert "creating toolchain" not in log and "Downloading" not in log and "Installed" not in log
-    assert f"{CPU_VARIANT}: cached" in log  # the inner build found its cached result
+    assert f"{LOCAL_VARIANT}: cached" in log  # the inner build found its cached result
     assert "g++" not in inner  # no compiler ran
-    assert (tmp_path / "second" / CPU_VARIANT / "metadata.json").read_bytes() == (variant / "metadata.json").read_bytes()
+    assert (tmp_path / "second" / LOCAL_VARIANT / "metadata.json").read_bytes() == (variant / "metadata.json").read_bytes()
     assert _our_containers() == []
 
 
@@ -115,12 +118,12 @@ def test_a_failing_build_reports_the_compiler_error_and_leaves_no_container(tmp_
     scale = project / "scale_cpu" / "scale.cpp"
     scale.write_text(scale.read_text() + "\nthis is not C++;\n")
     try:
-        result = _publisher("build", str(project), "--backend", "docker", "--variant", CPU_VARIANT, "--json")
-        entry = _states(result)[CPU_VARIANT]
+        result = _publisher("build", str(project), "--backend", "docker", "--matrix", str(LOCAL_MATRIX), "--variant", LOCAL_VARIANT, "--json")
+        entry = _states(result)[LOCAL_VARIANT]
         assert result.returncode == 1
         assert entry["state"] == "failed" and "scale.cpp" in entry["error"] and "error" in entry["error"]
         assert "this is not C++" in Path(entry["log"]).read_text()  # the compiler output, from inside
-        assert not (project / "build" / CPU_VARIANT).exists()
+        assert not (project / "build" / LOCAL_VARIANT).exists()
         assert _our_containers() == []
     finally:
         _drop_work_volumes(project)
@@ -133,7 +136,7 @@ def test_ctrl_c_stops_the_build_and_removes_the_container(tmp_path):
     project = write_tiny_project(tmp_path / "tiny-interrupted")
     env = dict(os.environ, PUBLISHER_DOCKER_BASE_IMAGE=BASE_IMAGE)
     proc = subprocess.Popen([sys.executable, "-m", "publisher", "build", str(project), "--backend", "docker",
-                             "--variant", CPU_VARIANT], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             "--matrix", str(LOCAL_MATRIX), "--variant", LOCAL_VARIANT], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     try:
         deadline = time.monotonic() + 900
@@ -145,7 +148,7 @@ def test_ctrl_c_stops_the_build_and_removes_the_container(tmp_path):
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 130, out
         assert _our_containers() == []
-        assert not (project / "build" / CPU_VARIANT).exists()
+        assert not (project / "build" / LOCAL_VARIANT).exists()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -165,7 +168,7 @@ def test_outputs_belong_to_the_requested_user_not_the_container(tmp_path):
         pytest.skip("changing ownership to another user needs root")
     project_dir = write_tiny_project(tmp_path / "tiny-owned")
     project = require_project(project_dir)
-    planned = select(make_plan(project, load_matrix(find_matrix(project_dir))), [CPU_VARIANT])[0]
+    planned = select(make_plan(project, load_matrix(LOCAL_MATRIX)), [LOCAL_VARIANT])[0]
     stage = tmp_path / "stage"
     stage.mkdir()
     backend = DockerBackend(base_image=BASE_IMAGE, owner=(1234, 1234))
@@ -186,7 +189,7 @@ def test_no_engine_says_what_to_start_and_names_docker_host(tmp_path):
     project = write_tiny_project(tmp_path / "tiny")
     env = dict(os.environ, DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock")
     result = subprocess.run([sys.executable, "-m", "publisher", "build", str(project), "--backend", "docker",
-                             "--variant", CPU_VARIANT], capture_output=True, text=True, env=env, timeout=120)
+                             "--matrix", str(LOCAL_MATRIX), "--variant", LOCAL_VARIANT], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 3, result.stderr
     assert f"no Docker engine answers at unix://{tmp_path}/no-engine.sock" in result.stderr
     assert "DOCKER_HOST" in result.stderr and "dockerd" in result.stderr

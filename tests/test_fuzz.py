@@ -16,7 +16,7 @@ import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corpus_index import BUILD_TOMLS, CORPUS
+from corpus_index import BUILD_TOMLS, require_corpus
 from publisher.cli import main
 
 FILES = sorted(BUILD_TOMLS.glob("*.toml")) if BUILD_TOMLS.is_dir() else []
@@ -27,7 +27,12 @@ for _file in FILES:
     except tomllib.TOMLDecodeError:
         pass
 
-pytestmark = pytest.mark.skipif(not FILES, reason=f"shared corpus not found at {CORPUS}")
+
+@pytest.fixture(autouse=True, scope="module")
+def _corpus():
+    require_corpus()
+
+
 def fuzz(examples: int):
     return settings(max_examples=examples, deadline=None, derandomize=True,
                     suppress_health_check=list(HealthCheck), database=None)

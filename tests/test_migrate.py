@@ -10,7 +10,7 @@ import tomllib
 
 import pytest
 
-from corpus_index import by_verdict, require_corpus
+from corpus_index import by_verdict, cases, require_corpus
 from publisher.cli import main
 from publisher.project.load import load_project
 
@@ -31,7 +31,7 @@ def comments(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip().startswith("#")]
 
 
-@pytest.mark.parametrize("entry", LEGACY, ids=[e.file[-60:] for e in LEGACY])
+@pytest.mark.parametrize("entry", cases(LEGACY), ids=[e.file[-60:] for e in LEGACY] or None)
 def test_corpus_legacy_file_migrates(tmp_path, capsys, entry):
     require_corpus()
     path = tmp_path / "build.toml"
@@ -61,7 +61,7 @@ def test_corpus_legacy_file_migrates(tmp_path, capsys, entry):
     assert migrate(capsys, path)[0] == 0 and path.read_text() == after
 
 
-@pytest.mark.parametrize("entry", PRE_V1, ids=[e.file[-60:] for e in PRE_V1])
+@pytest.mark.parametrize("entry", cases(PRE_V1), ids=[e.file[-60:] for e in PRE_V1] or None)
 def test_pre_v1_files_are_refused_clearly(tmp_path, capsys, entry):
     require_corpus()
     path = tmp_path / "build.toml"

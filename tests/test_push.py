@@ -4,6 +4,7 @@ process)."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 
@@ -11,6 +12,7 @@ from huggingface_hub import CommitOperationAdd, HfApi
 
 from push_fixtures import build, load_kernel, repo_name, run_publisher, write_scale
 from publisher import state
+from publisher.matrix import load_matrix
 from publisher.push.plan import variant_files
 
 LOAD_V1 = """
@@ -40,7 +42,8 @@ def test_push_then_get_kernel_loads(hub_env, scale_project):
     assert "committed" in result.stdout and "verified: 8 file(s) on v1" in result.stdout
     # torch-cuda has no test record (no GPU here): published only because of --allow-untested, loudly.
     assert "torch-cuda: no test record" in result.stderr and "torch-cpu: no test record" not in result.stderr
-    assert "torch 2.13 cpu x86_64-linux" in result.stdout and "-> torch-cpu" in result.stdout
+    newest_cpu = max((c.torch for c in load_matrix().cells if c.compute == "cpu"), key=lambda v: tuple(map(int, v.split("."))))
+    assert f"torch {newest_cpu} cpu x86_64-linux" in result.stdout and "-> torch-cpu" in result.stdout
     files = _branch_files(hub_env, repo, "v1")
     assert files["build/torch-cpu/table.bin"].lfs is not None  # binary went through LFS
     assert {p for p in files if p.startswith("build/")} == {
@@ -54,7 +57,7 @@ def test_push_then_get_kernel_loads(hub_env, scale_project):
     readme = open(_api(hub_env).hf_hub_download(repo, "README.md", repo_type="kernel"), encoding="utf-8").read()
     assert readme.startswith("---\nlibrary_name: kernels\nlicense: apache-2.0\n")
     assert f'get_kernel("{repo}", version=1)' in readme and "- `scale`" in readme
-    assert "| `torch-cpu` | cpu | - | passed (1 passed) on CPU (torch 2.13" in readme
+    assert f"| `torch-cpu` | cpu | - | passed (1 passed) on CPU (torch {importlib.metadata.version('torch')}" in readme
     assert "| `torch-cuda` | cuda | - | not tested |" in readme
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from publisher import state
+from matrix_fixtures import GPU_RUNNER_MATRIX
 from smoke_fixtures import CUDA_VARIANT, publisher_cli, write_broken, write_files
 
 REPO = Path(__file__).resolve().parent.parent
@@ -148,7 +149,7 @@ def test_rmsnorm_cpu_variant_passes(tmp_path):
 
 
 def test_cuda_variant_without_gpu_is_loaded_not_run(broken_cuda_project):
-    result, report = run_test(broken_cuda_project, "--variant", CUDA_VARIANT, "--allow-load-only", op="crash")
+    result, report = run_test(broken_cuda_project, "--matrix", str(GPU_RUNNER_MATRIX), "--variant", CUDA_VARIANT, "--allow-load-only", op="crash")
     assert result.returncode == 0, result.stderr
     _, entry = only_entry(report)
     assert entry["status"] == "loaded-not-run" and entry["on_hardware"] is False
@@ -160,7 +161,7 @@ def test_cuda_variant_without_gpu_is_loaded_not_run(broken_cuda_project):
 
 @pytest.mark.parametrize("flags", [(), ("--require-gpu",)], ids=["default", "require-gpu"])
 def test_loaded_not_run_fails_the_run_unless_load_only_is_allowed(broken_cuda_project, flags):
-    result, report = run_test(broken_cuda_project, "--variant", CUDA_VARIANT, *flags)
+    result, report = run_test(broken_cuda_project, "--matrix", str(GPU_RUNNER_MATRIX), "--variant", CUDA_VARIANT, *flags)
     assert result.returncode == 1
     _, entry = only_entry(report)
     assert entry["status"] == "loaded-not-run"
@@ -189,7 +190,7 @@ def test_only_the_variant_under_test_is_loaded(broken_project, fresh_copy, tmp_p
 
 def test_every_variant_in_one_run(broken_cuda_project):
     """No selection: every built variant, each with its own environment."""
-    result, report = run_test(broken_cuda_project, op="doubled")
+    result, report = run_test(broken_cuda_project, "--matrix", str(GPU_RUNNER_MATRIX), op="doubled")
     statuses = {name: e["status"] for name, e in report["variants"].items()}
     assert statuses[CUDA_VARIANT] == "loaded-not-run"
     cpu = next(n for n in statuses if n != CUDA_VARIANT)

@@ -88,12 +88,12 @@ def _resolve(plan, backend, torch_version):
 @pytest.mark.parametrize(
     "backend,torch_version,expected",
     [
-        (CUDA(Version("13.0")), "2.11", "torch211-cxx11-cu130-x86_64-linux"),
+        (CUDA(Version("13.0")), "2.14", "torch214-cxx11-cu130-x86_64-linux"),
         # a CUDA 13.2 system takes the highest minor <= 13.2
         (CUDA(Version("13.2")), "2.15", "torch215-cxx11-cu132-x86_64-linux"),
         (CUDA(Version("13.1")), "2.15", "torch215-cxx11-cu130-x86_64-linux"),
         (CUDA(Version("12.8")), "2.14", "torch214-cxx11-cu126-x86_64-linux"),
-        (CPU(), "2.13", "torch213-cxx11-cpu-x86_64-linux"),
+        (CPU(), "2.14", "torch214-cxx11-cpu-x86_64-linux"),
         (ROCm(Version("7.2")), "2.15", "torch215-cxx11-rocm72-x86_64-linux"),
     ],
 )

@@ -11,16 +11,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 METADATA = "metadata.json"
+# sigstore bundle over metadata.json, written after the build (so outside the digest, as `kernels` hashes)
+SIGNATURE = "metadata.json.sigstore"
 _REQUIRED = {"name": str, "id": str, "version": int, "license": str, "python-depends": list, "backend": dict}
 _BACKEND_TYPES = {"cpu", "cuda", "metal", "rocm", "xpu", "neuron", "tpu", "cann"}
 
 
 def _digest_files(variant_dir: Path) -> list[Path]:
-    """Every file except metadata.json itself and bytecode, as `kernels` hashes them."""
+    """Every file except metadata.json, its signature and bytecode, as `kernels` hashes them."""
     files = []
     for path in sorted(variant_dir.rglob("*")):
         rel = path.relative_to(variant_dir)
-        if not path.is_file() or rel.as_posix() == METADATA:
+        if not path.is_file() or rel.as_posix() in (METADATA, SIGNATURE):
             continue
         if "__pycache__" in rel.parts or path.suffix in (".pyc", ".pyo"):
             continue

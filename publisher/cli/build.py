@@ -52,6 +52,9 @@ def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, on
     matrix = load_matrix(find_matrix(project.root, matrix_file))
     plan = local_plan(project, matrix) if local else make_plan(project, matrix)
     chosen = select(plan, list(include), list(skip))
+    for decision in plan.decisions:
+        if decision.rule == "not-in-matrix":
+            click.echo(f"warning: {decision.reason}; pass --matrix with a cell for it, or install a torch the matrix lists", err=True)
     if only_failed:
         failed = failed_in_report(build_dir)
         chosen = tuple(p for p in chosen if p.name in failed)

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from publisher import state
+from publisher.build.metadata import SIGNATURE
 from publisher.cli.common import echo_json
 from publisher.errors import PublishedIncomplete, PublisherError, ProjectError, UsageError
 from publisher.findings import Finding
@@ -19,6 +20,7 @@ from publisher.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.push import card as card_mod
 from publisher.push import coverage, gate, verify
+from publisher.push.signature import SignerWorkflow
 from publisher.push.plan import PushPlan
 from publisher.push.publish import plan_push, publish, publish_card
 from publisher.secrets import redact
@@ -105,8 +107,10 @@ def _size(n: int) -> str:
 @click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB (repeatable).")
 @click.option("--branch", help="Branch to publish to (default: [general.hub] branch, else v<version>).")
 @click.option("--no-card", is_flag=True, help="Do not update README.md on main.")
+@click.option("--signer-workflow", envvar="GITHUB_WORKFLOW_REF", metavar="OWNER/REPO/.github/workflows/FILE@REF",
+              help="The workflow that signed the variants, for the card's verification policy (default: GITHUB_WORKFLOW_REF).")
 def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested, partial, include, skip, branch,
-            no_card) -> int:
+            no_card, signer_workflow) -> int:
     """Publish the built variants of the project at PATH (default .) to REPO_ID
     (default [general.hub] repo-id) as one verified commit.
 
@@ -128,6 +132,12 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
             "use ORG/NAME with letters, digits, '-', '_' and '.', e.g. your-org/your-kernel",
         )
     build_dir = Path(path) / "build"
+    try:
+        signer = SignerWorkflow.parse(signer_workflow) if signer_workflow else None
+    except ValueError as err:
+        raise UsageError(f"--signer-workflow (or GITHUB_WORKFLOW_REF): {err}",
+                         "give the signing workflow as GitHub Actions names it, e.g. "
+                         "your-org/your-repo/.github/workflows/release.yml@refs/heads/main") from None
 
     verdicts = [gate.judge(build_dir, name, allow_untested) for name in _variant_dirs(build_dir, include, skip)]
     findings = [f for v in verdicts for f in v.findings]
@@ -159,7 +169,8 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
     rows = [card_mod.VariantRow(v.variant, v.metadata["backend"]["type"], tuple(v.metadata["backend"].get("archs") or ()),
                                 card_mod.describe_test(v.test)) for v in verdicts]
     kept_rows = [card_mod.VariantRow(n, "?", (), "published earlier") for n in plan.kept_variants]
-    card = card_mod.render(project, repo_id, version, rows + kept_rows, covered.missing)
+    signed = any((build_dir / name / SIGNATURE).is_file() for name in variants)
+    card = card_mod.render(project, repo_id, version, rows + kept_rows, covered.missing, signer=signer, signed=signed)
     readme = state.state_dir(build_dir) / "README.md"
     readme.parent.mkdir(parents=True, exist_ok=True)
     readme.write_text(card.text)

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from publisher.project.model import Project
+from publisher.push.signature import SignerWorkflow
 
 
 @dataclass(frozen=True)
@@ -121,8 +122,32 @@ def _missing_section(missing: tuple[tuple[str, tuple[str, ...]], ...]) -> list[s
     return out
 
 
+def signing_section(repo_id: str, version: int, signer: SignerWorkflow | None) -> list[str]:
+    """How a consumer checks the sigstore signatures of this release."""
+    out = ["## Signatures", "",
+           "Each variant's `metadata.json` (which holds the sha256 of every other file) is signed with sigstore "
+           "keyless signing from GitHub Actions; the bundle is `metadata.json.sigstore` beside it.", ""]
+    if signer is None:
+        return out + ["The signing workflow was not recorded at publication, so no verification policy can be "
+                      "given here; `kernels verify-signature` trusts only kernels-community's own workflows."]
+    return out + [
+        "`kernels verify-signature` trusts only kernels-community's own workflows by default, so pass "
+        "this repository's signer as a policy:", "",
+        "```python",
+        "from kernels import install_kernel",
+        "from kernels.verify import GitHubWorkflowPolicy, VerificationResult, verify_variant", "",
+        f'path = install_kernel("{repo_id}", version={version})',
+        f'policy = GitHubWorkflowPolicy(repo_id="{signer.repo}", signer_uris=["{signer.uri}"])',
+        "assert isinstance(verify_variant(path, policies=[policy]), VerificationResult.Success)",
+        "```", "",
+        f"`kernels verify-signature {repo_id} {version} --all-variants` runs the same checks with the default "
+        "(kernels-community) policy.",
+    ]
+
+
 def render(project: Project, repo_id: str, version: int, variants: list[VariantRow],
-           missing: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> Card:
+           missing: tuple[tuple[str, tuple[str, ...]], ...] = (), signer: SignerWorkflow | None = None,
+           signed: bool = False) -> Card:
     """`missing`: (platform, required variants) this release lacks (push --partial)."""
     root = project.root
     assert root is not None
@@ -139,6 +164,7 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
             repo_id=repo_id, functions=functions or None, layers=layers or None, has_benchmark=has_benchmark,
             upstream=project.config.general.upstream, license=project.config.general.license.lower(),
             version=version, variants=variants, benchmarks=bench_table, missing=missing,
+            signing="\n".join(signing_section(repo_id, version, signer)) if signed else None,
         )
         if not text.startswith("---"):
             text = _front_matter(project, backends) + "\n" + text
@@ -168,6 +194,8 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
         out += [f"![{Path(p).stem}]({p})" for p in media]
         if has_benchmark:
             out += ["", f"Run them yourself: `kernels benchmark {repo_id}`."]
+    if signed:
+        out += ["", *signing_section(repo_id, version, signer)]
     if project.config.general.upstream:
         out += ["", "## Source", "", f"Adapted from {project.config.general.upstream}."]
     return Card("\n".join(out).rstrip() + "\n", media)

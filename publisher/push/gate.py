@@ -20,6 +20,7 @@ from pathlib import Path
 from publisher import state
 from publisher.build.metadata import check_variant
 from publisher.findings import Finding, Severity
+from publisher.push import signature
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,10 @@ def judge(build_dir: Path, name: str, allow_untested: bool) -> Verdict:
 
     fingerprint = state.variant_fingerprint(variant_dir)
     findings: list[Finding] = []
+    unsigned = signature.bundle_problem(variant_dir)
+    if unsigned:
+        findings.append(_finding("PP130", Severity.ERROR, variant_dir, f"{name}: {unsigned}",
+                                 f"sign build/{name}/metadata.json again (release.yml's sign step), or delete the bundle"))
     build = _entry(state.build_report_path(build_dir), name, fingerprint)
     abi = (build or {}).get("abi") or {}
     if abi and abi.get("ok") is False:

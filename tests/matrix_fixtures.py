@@ -1,0 +1,38 @@
+"""Matrices the tests name explicitly: the machine matrices shipped in matrices/
+and one made for the torch that runs the tests (whichever it is)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from publisher.plan import local_cell
+from publisher.variants import Platform, Variant
+
+__all__ = ["GPU_RUNNER_MATRIX", "local_matrix", "local_variant_name", "write_local_matrix"]
+
+REPO = Path(__file__).resolve().parents[1]
+GPU_RUNNER_MATRIX = REPO / "matrices" / "gpu-runner-torch211-cu130.yaml"
+
+
+def local_variant_name() -> str:
+    """The torch variant `publisher build --local` makes with the running torch."""
+    cell = local_cell()
+    return Variant("torch", cell.torch, cell.compute, Platform.parse(cell.platform)).name
+
+
+def write_local_matrix(path: Path) -> Path:
+    """A matrix whose one cell is the running torch (found as pip finds it here)."""
+    cell = local_cell()
+    path.write_text(
+        "schema: 1\ntorch:\n"
+        f"  - version: \"{cell.torch}\"\n    required: true\n    flavours:\n"
+        f"      - {{compute: {cell.compute}, platforms: [{cell.platform}], requirement: \"{cell.torch_requirement}\"}}\n"
+    )
+    return path
+
+
+@pytest.fixture
+def local_matrix(tmp_path) -> Path:
+    return write_local_matrix(tmp_path / "local-matrix.yaml")
