@@ -10,14 +10,17 @@ caller checks whether the commit landed (see push/commit.py).
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
 import httpx2
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, constants
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 from huggingface_hub.hf_api import RepoFile
+from huggingface_hub.lfs import UploadInfo
 from huggingface_hub.utils import get_token
 
 from publisher import __version__, secrets
@@ -58,10 +61,21 @@ class RemoteFile:
 
 @dataclass(frozen=True)
 class Upload:
-    """A file to add (from disk or bytes) or, with source None, a path to delete."""
+    """A file to add (from disk or bytes) or, with source None, a path to delete.
+    `sha256` (hex), when the caller has hashed the file already, is not computed again."""
 
     path_in_repo: str
     source: str | bytes | None
+    sha256: str | None = None
+
+    def operation(self) -> CommitOperationAdd | CommitOperationDelete:
+        if self.source is None:
+            return CommitOperationDelete(self.path_in_repo)
+        op = CommitOperationAdd(self.path_in_repo, self.source)
+        if self.sha256 and isinstance(self.source, str):
+            info = op.upload_info  # from a path it holds only the size and a sample until the hash is asked for
+            op.upload_info = UploadInfo(size=info.size, sample=info.sample, sha256=bytes.fromhex(self.sha256))
+        return op
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,11 @@ class RetryPolicy:
             attempts=int(os.environ.get("PUBLISHER_HUB_RETRIES", cls.attempts)),
             base_seconds=float(os.environ.get("PUBLISHER_HUB_BACKOFF", cls.base_seconds)),
         )
+
+
+def is_repo_id(text: str) -> bool:
+    """ORG/NAME as the Hub accepts it (checked before any call, for a clear usage error)."""
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*", text)) and ".." not in text and "--" not in text
 
 
 def is_transient(err: BaseException) -> bool:
@@ -167,6 +186,18 @@ class HubClient:
         refs = self._call(f"list refs of {repo_id}", lambda: self.api.list_repo_refs(repo_id, repo_type=REPO_TYPE))
         return {b.name: b.target_commit for b in refs.branches}
 
+    def branches_if_exists(self, repo_id: str) -> dict[str, str] | None:
+        """branches(), or None when the repo does not exist: one round trip where
+        repo_exists() then branches() would take two."""
+        def refs() -> dict[str, str] | None:
+            try:
+                listing = self.api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
+            except RepositoryNotFoundError:
+                return None
+            return {b.name: b.target_commit for b in listing.branches}
+
+        return self._call(f"list refs of {repo_id}", refs)
+
     def create_branch(self, repo_id: str, branch: str, revision: str) -> bool:
         """Create `branch` at `revision`; False if a branch of that name already exists."""
         def create() -> bool:
@@ -193,14 +224,21 @@ class HubClient:
 
         return self._call(f"list files of {repo_id}@{revision[:12]}", listing)
 
+    def download(self, repo_id: str, revision: str, paths: Iterable[str], local_dir: Path) -> None:
+        """Fetch files of `revision` into local_dir/<path> (huggingface_hub also
+        leaves its bookkeeping in local_dir/.cache)."""
+        def fetch() -> None:
+            for path in paths:
+                self.api.hf_hub_download(repo_id, path, repo_type=REPO_TYPE, revision=revision,
+                                         local_dir=str(local_dir))
+
+        self._call(f"download from {repo_id}@{revision[:12]}", fetch)
+
     # -- writes --------------------------------------------------------------
     def commit(self, repo_id: str, branch: str, uploads: Iterable[Upload], message: str, parent_commit: str,
                create_pr: bool = False, description: str = "") -> CommitResult:
         """One create_commit, not retried here: the caller reconciles after a failure."""
-        operations = [
-            CommitOperationDelete(u.path_in_repo) if u.source is None else CommitOperationAdd(u.path_in_repo, u.source)
-            for u in uploads
-        ]
+        operations = [u.operation() for u in uploads]
         info = self._call(f"commit to {repo_id}@{branch}", lambda: self.api.create_commit(
             repo_id, operations, commit_message=message, commit_description=description, repo_type=REPO_TYPE,
             revision=branch, parent_commit=parent_commit, create_pr=create_pr), retry=False)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, Sequence, TextIO
 
-FINAL = ("built", "cached", "failed", "unavailable", "cancelled")
+FINAL = ("built", "fetched", "cached", "failed", "unavailable", "cancelled")
 
 
 @dataclass
@@ -158,7 +158,7 @@ def render_summary(results: Sequence[dict]) -> str:
     name_w = max(len(r["variant"]) for r in results)
     lines = []
     for r in results:
-        note = r.get("error") or r.get("reason") or ""
+        note = r.get("error") or r.get("reason") or (f"from {r['from']}" if r.get("from") else "")
         abi = r.get("abi") or {}
         if not note and abi and not abi.get("ok", True):
             note = f"ABI: {len(abi['violations'])} violation(s), first: {abi['violations'][0]}"

@@ -8,7 +8,7 @@ import pytest
 from huggingface_hub import HfApi
 
 from publisher.matrix import load_matrix
-from smoke_fixtures import publisher_cli
+from smoke_fixtures import publisher_cli, write_noarch
 
 pytestmark = pytest.mark.slow
 CPU_ONLY = "torch*-cpu*"
@@ -75,3 +75,24 @@ def test_release_of_a_passing_kernel_publishes_it(noarch_project, hub_env):
     files = HfApi(endpoint=hub_env.url).list_repo_files(repo, repo_type="kernel", revision="v1")
     assert "build/torch-cpu/metadata.json" in files
     assert hub_env.write_token not in result.stdout + result.stderr
+
+
+def test_release_rerun_fetches_from_the_hub_and_commits_nothing(hub_env, tmp_path):
+    """A CI rerun of a release (a fresh checkout, same sources): the variants
+    come from the Hub (same inputs fingerprint), the push finds nothing to change."""
+    repo = "release-test/rerun"
+    api = HfApi(endpoint=hub_env.url, token=hub_env.write_token)
+    runs = []
+    for checkout in ("first", "rerun"):
+        project = write_noarch(tmp_path / checkout / "halve")
+        result = publisher_cli("release", str(project), "--repo", repo, "--local", "--endpoint", hub_env.url,
+                               env=dict(hub_env.env()))
+        assert result.returncode == 0, result.stdout + result.stderr
+        runs.append(result)
+        if checkout == "first":
+            commits = len(api.list_repo_commits(repo, repo_type="kernel", revision="v1"))
+    first, rerun = runs
+    assert "fetched" not in first.stdout and "committed" in first.stdout
+    assert f"from hub cache {repo}@" in rerun.stdout and "built" not in rerun.stdout.split("logs:")[0]
+    assert "nothing changed: no commit" in rerun.stdout
+    assert len(api.list_repo_commits(repo, repo_type="kernel", revision="v1")) == commits

@@ -67,27 +67,32 @@ def ops_unique(planned: PlannedVariant, toolchain_identity: str, debug: bool, so
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:10]
 
 
-def input_key(
-    project: Project,
-    planned: PlannedVariant,
-    options: BuildOptions,
-    backend_name: str,
-    backend_identity: str,
-    sources: str,
-    revision: str | None,
-) -> str:
-    """`revision` (the git state) is part of the key because the variant
-    records it (provenance): a new commit repackages the variant, and the
-    unchanged ops id lets ninja find nothing to recompile."""
+def inputs_fingerprint(project: Project, planned: PlannedVariant, options: BuildOptions, backend_name: str,
+                       sources: str) -> str:
+    """What decides a variant's files, independent of the machine and of the
+    git revision: recorded in metadata.json, it lets another checkout or a CI
+    rerun recognise a variant already built (the Hub cache)."""
+    toolchain = asdict(planned.toolchain)
+    toolchain.pop("python", None)  # the path of this machine's interpreter (--local)
     blob = {
         "publisher": __version__,
         "backend": backend_name,
-        "backend-identity": backend_identity,
         "variant": planned.name,
         "archs": {k: list(v) for k, v in sorted(planned.kernel_archs.items())},
-        "toolchain": asdict(planned.toolchain),
+        "toolchain": toolchain,
         "debug": options.debug,
         "sources": sources,
-        "revision": revision,
     }
+    return _sha256_json(blob)
+
+
+def input_key(fingerprint: str, backend_identity: str, revision: str | None) -> str:
+    """The local cache key: the portable fingerprint, plus this machine's
+    toolchain identity and the git state, which the variant records
+    (provenance): a new commit repackages the variant, and the unchanged ops id
+    lets ninja find nothing to recompile."""
+    return _sha256_json({"fingerprint": fingerprint, "backend-identity": backend_identity, "revision": revision})
+
+
+def _sha256_json(blob: dict) -> str:
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()

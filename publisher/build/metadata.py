@@ -14,6 +14,8 @@ METADATA = "metadata.json"
 # sigstore bundle over metadata.json, written after the build (so outside the digest, as `kernels` hashes)
 SIGNATURE = "metadata.json.sigstore"
 _REQUIRED = {"name": str, "id": str, "version": int, "license": str, "python-depends": list, "backend": dict}
+# provenance key of the inputs fingerprint (publisher.build.inputs); `kernels` ignores it
+_INPUTS_KEY = "publisher-inputs"
 _BACKEND_TYPES = {"cpu", "cuda", "metal", "rocm", "xpu", "neuron", "tpu", "cann"}
 
 
@@ -30,10 +32,19 @@ def _digest_files(variant_dir: Path) -> list[Path]:
     return files
 
 
+def _sha256(path: Path) -> bytes:
+    """In blocks: a variant's library can be hundreds of MiB, and several are hashed at once."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.digest()
+
+
 def compute_digest(variant_dir: Path) -> dict:
     variant_dir = Path(variant_dir)
     files = {
-        p.relative_to(variant_dir).as_posix(): base64.b64encode(hashlib.sha256(p.read_bytes()).digest()).decode()
+        p.relative_to(variant_dir).as_posix(): base64.b64encode(_sha256(p)).decode()
         for p in _digest_files(variant_dir)
     }
     return {"algorithm": "sha256", "files": files}
@@ -47,10 +58,28 @@ def write_metadata(variant_dir: Path, fields: dict) -> dict:
     return data
 
 
+def stamp_inputs(variant_dir: Path, fingerprint: str) -> None:
+    """Record the build's inputs fingerprint under `provenance` (the digest
+    leaves metadata.json out, so it stays valid)."""
+    path = Path(variant_dir) / METADATA
+    data = json.loads(path.read_text())
+    provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+    data["provenance"] = {**provenance, _INPUTS_KEY: fingerprint}
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def recorded_inputs(metadata: dict) -> str | None:
+    """The inputs fingerprint a variant was built from, when publisher recorded one."""
+    provenance = metadata.get("provenance")
+    value = provenance.get(_INPUTS_KEY) if isinstance(provenance, dict) else None
+    return value if isinstance(value, str) else None
+
+
 @dataclass(frozen=True)
 class VariantCheck:
     metadata: dict | None
     problems: tuple[str, ...]  # empty = the folder is a valid variant
+    sha256: dict[str, str] | None = None  # relpath -> hex hash of each file as just read (digest checked)
 
     @property
     def ok(self) -> bool:
@@ -100,4 +129,5 @@ def check_variant(variant_dir: Path) -> VariantCheck:
         for name in sorted(expected.keys() & actual.keys())
         if expected[name] != actual[name]
     ]
-    return VariantCheck(data, tuple(problems))
+    hashes = {name: base64.b64decode(value).hex() for name, value in actual.items()}
+    return VariantCheck(data, tuple(problems), hashes)

@@ -22,13 +22,15 @@ from publisher.build.backend import (
     Backend,
     BuildFailed,
     BuildOptions,
+    BuildOutcome,
     BuildRequest,
     ToolchainUnavailable,
 )
 from publisher.build.git import git_state
-from publisher.build.inputs import input_key, source_digest
+from publisher.build.hub_cache import HubCache
+from publisher.build.inputs import input_key, inputs_fingerprint, source_digest
 from publisher.build.jobserver import JobServer
-from publisher.build.metadata import METADATA, check_variant
+from publisher.build.metadata import METADATA, check_variant, read_metadata, stamp_inputs
 from publisher.plan import PlannedVariant
 from publisher.project.model import Project
 from publisher.ui import Progress
@@ -41,13 +43,14 @@ COMPILE_MEMORY = Path(__file__).resolve().parent.parent / "resources" / "compile
 @dataclass(frozen=True)
 class VariantResult:
     variant: str
-    state: str  # built, cached, failed, unavailable, cancelled
+    state: str  # built, fetched (from the hub cache), cached, failed, unavailable, cancelled
     seconds: float = 0.0
     error: str | None = None  # first error line (failed)
     reason: str | None = None  # why no toolchain (unavailable)
     abi: AbiReport | None = None
     fingerprint: str | None = None
     inputs: str | None = None
+    source: str | None = None  # "hub cache <repo>@<commit>" when fetched, not compiled
     backend: str = ""
     log: str = ""
     toolchain: dict = field(default_factory=dict)
@@ -59,6 +62,7 @@ class VariantResult:
             "at": round(self.at, 3),
             "fingerprint": self.fingerprint,
             "inputs": self.inputs,
+            "from": self.source,
             "seconds": round(self.seconds, 3),
             "error": self.error,
             "reason": self.reason,
@@ -117,13 +121,14 @@ def failed_in_report(build_dir: Path) -> set[str]:
 
 class Scheduler:
     def __init__(self, project: Project, backend: Backend, build_dir: Path, options: BuildOptions,
-                 progress: Progress, fail_fast: bool = False):
+                 progress: Progress, fail_fast: bool = False, hub_cache: HubCache | None = None):
         self.project = project
         self.backend = backend
         self.build_dir = Path(build_dir)
         self.options = options
         self.progress = progress
         self.fail_fast = fail_fast
+        self.hub_cache = None if options.force else hub_cache
         self.cancel = threading.Event()
         self._report_lock = threading.Lock()
 
@@ -178,8 +183,8 @@ class Scheduler:
             self.progress.update(name, "cancelled")
             return base
         t0 = time.monotonic()
-        key = input_key(self.project, planned, self.options, self.backend.name,
-                        self.backend.input_identity(planned), self._sources, self._revision)
+        fingerprint = inputs_fingerprint(self.project, planned, self.options, self.backend.name, self._sources)
+        key = input_key(fingerprint, self.backend.input_identity(planned), self._revision)
         base = replace(base, inputs=key)
         cached = self._cached(planned, key)
         if cached is not None:
@@ -193,7 +198,12 @@ class Scheduler:
         work = staging.work_dir(self.build_dir, name)
         request = BuildRequest(self.project, planned, stage, log, work, self.options, self._jobserver)
         try:
-            outcome = self.backend.build(request, lambda line: self.progress.line(name, line))
+            fetched = self._from_hub(planned, fingerprint, stage, log)
+            if fetched:
+                outcome = BuildOutcome(toolchain=_recorded_toolchain(stage))
+            else:
+                outcome = self.backend.build(request, lambda line: self.progress.line(name, line))
+                stamp_inputs(stage, fingerprint)
             if self.cancel.is_set():
                 raise BuildFailed("cancelled")
             self.progress.update(name, "checking")
@@ -206,10 +216,10 @@ class Scheduler:
             target = self.build_dir / name
             staging.promote(stage, target)
             # the toolchain may have been created by this build: key the cache on what it is now
-            key = input_key(self.project, planned, self.options, self.backend.name,
-                            self.backend.input_identity(planned), self._sources, self._revision)
-            res = replace(base, state="built", inputs=key, abi=abi, toolchain=outcome.toolchain,
-                          fingerprint=state.variant_fingerprint(target))
+            key = input_key(fingerprint, self.backend.input_identity(planned), self._revision)
+            res = replace(base, state="fetched" if fetched else "built", inputs=key, abi=abi,
+                          toolchain=outcome.toolchain, fingerprint=state.variant_fingerprint(target),
+                          source=f"hub cache {fetched}" if fetched else None)
         except ToolchainUnavailable as err:
             _append(log, f"toolchain unavailable: {err.reason}")
             res = replace(base, state="unavailable", reason=err.reason)
@@ -235,7 +245,7 @@ class Scheduler:
         if entry.get("state") == "unavailable" and time.time() - entry.get("at", 0) < UNAVAILABLE_TTL:
             # obtaining a toolchain can take seconds (index timeouts); do not retry on every run
             return VariantResult(planned.name, "unavailable", inputs=key, reason=entry.get("reason"), at=entry["at"])
-        if entry.get("state") not in ("built", "cached"):
+        if entry.get("state") not in ("built", "fetched", "cached"):
             return None
         if not (target / METADATA).is_file() or state.variant_fingerprint(target) != entry.get("fingerprint"):
             return None
@@ -246,6 +256,17 @@ class Scheduler:
             planned.name, "cached", inputs=key, fingerprint=entry["fingerprint"],
             abi=AbiReport(violations=tuple(abi.get("violations", ()))), toolchain=entry.get("toolchain") or {},
         )
+
+    def _from_hub(self, planned: PlannedVariant, fingerprint: str, stage: Path, log: Path) -> str | None:
+        """The hub cache's `<repo>@<commit>` when it filled the stage, else None (build it)."""
+        if self.hub_cache is None:
+            return None
+        self.progress.update(planned.name, "fetching", log=log)
+        found = self.hub_cache.fetch(planned.name, fingerprint, stage)
+        _append(log, f"hub cache: {found.reason}" + ("" if found.source else "; building"))
+        if not found.source:
+            self.progress.update(planned.name, "building", log=log)
+        return found.source
 
     def _validate(self, stage: Path) -> None:
         check = check_variant(stage)
@@ -261,7 +282,7 @@ class Scheduler:
             raise BuildFailed(f"metadata.json is rejected by the kernels client: {err}") from None
 
     def _finish(self, res: VariantResult) -> VariantResult:
-        detail = res.error or res.reason or ""
+        detail = res.error or res.reason or (f"from {res.source}" if res.source else "")
         if not detail and res.abi and not res.abi.ok:
             detail = f"ABI: {len(res.abi.violations)} violation(s)"
         self.progress.update(res.variant, res.state, detail=detail, seconds=res.seconds, log=Path(res.log))
@@ -269,6 +290,13 @@ class Scheduler:
             with self._report_lock:
                 state.update_report(state.build_report_path(self.build_dir), {res.variant: res.report_entry()})
         return res
+
+
+def _recorded_toolchain(variant_dir: Path) -> dict:
+    """The toolchain versions a fetched variant's builder recorded (for the summary)."""
+    provenance = read_metadata(variant_dir).get("provenance") or {}
+    toolchain = provenance.get("toolchain") if isinstance(provenance, dict) else None
+    return dict(toolchain) if isinstance(toolchain, dict) else {}
 
 
 def _append(log: Path, text: str) -> None:

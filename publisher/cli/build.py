@@ -11,12 +11,15 @@ import click
 from publisher import state
 from publisher.backends import BACKENDS, get_backend
 from publisher.build.backend import BuildOptions
+from publisher.build.hub_cache import HubCache
 from publisher.build.scheduler import Scheduler, default_budget, failed_in_report
 from publisher.cli.common import echo_json, json_flag
 from publisher.errors import EXIT_FAILED, UsageError
+from publisher.hub_client import is_repo_id
 from publisher.matrix import find_matrix, load_matrix
 from publisher.plan import local_plan, make_plan, select
 from publisher.project.load import require_project
+from publisher.secrets import redact
 from publisher.ui import PlainLines, make_progress, render_summary
 
 
@@ -44,8 +47,13 @@ from publisher.ui import PlainLines, make_progress, render_summary
 @click.option("--index-url", help="docker: package index for toolchains (default: the host's pip settings).")
 @click.option("--extra-index-url", "extra_index_urls", multiple=True, help="docker: another package index.")
 @click.option("--nix-bundle", is_flag=True, help="nix: build the flake's `bundle` once instead of one attribute per variant.")
+@click.option("--repo", "repo_id", metavar="ORG/NAME",
+              help="Hub repo whose version branch serves as a build cache (default: [general.hub] repo-id).")
+@click.option("--no-hub-cache", is_flag=True, help="Compile every variant, even one the Hub holds with the same inputs.")
+@click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL for the cache (default: HF_ENDPOINT, else huggingface.co).")
 def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, only_failed, force, debug, strict,
-            as_json, matrix_file, out, base_image, ca_bundle, index_url, extra_index_urls, nix_bundle) -> int:
+            as_json, matrix_file, out, base_image, ca_bundle, index_url, extra_index_urls, nix_bundle,
+            repo_id, no_hub_cache, endpoint) -> int:
     """Build the variants of the kernel project at PATH."""
     project = require_project(path)
     build_dir = (Path(out) if out else Path(path) / "build").resolve()
@@ -68,9 +76,11 @@ def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, on
     backend = get_backend(backend_name, **_backend_settings(
         backend_name, project, matrix_file, base_image, ca_bundle, index_url, tuple(extra_index_urls), nix_bundle))
     progress = PlainLines(sys.stderr) if as_json else make_progress()
+    hub_cache = None if no_hub_cache else _hub_cache(project, repo_id, endpoint)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        results = Scheduler(project, backend, build_dir, options, progress, fail_fast=fail_fast).run(chosen)
+        results = Scheduler(project, backend, build_dir, options, progress, fail_fast=fail_fast,
+                            hub_cache=hub_cache).run(chosen)
     finally:
         signal.signal(signal.SIGTERM, previous)
         backend.close()
@@ -93,6 +103,20 @@ def _backend_settings(name, project, matrix_file, base_image, ca_bundle, index_u
     if name == "nix":
         return {"project": project, "bundle": nix_bundle}
     return {}
+
+
+def _hub_cache(project, repo_id, endpoint) -> HubCache | None:
+    """The version branch of the project's Hub repo, when there is one to read."""
+    general = project.config.general
+    source = "--repo" if repo_id else f"{project.build_toml} [general.hub] repo-id"
+    repo_id = repo_id or general.hub_repo_id
+    if not repo_id:
+        return None
+    if not is_repo_id(repo_id):
+        raise UsageError(f"{source}: `{repo_id}` is not a Hub repo id",
+                         "use ORG/NAME with letters, digits, '-', '_' and '.', or pass --no-hub-cache")
+    branch = general.hub_branch or f"v{general.version}"
+    return HubCache(repo_id, branch, endpoint, on_note=lambda note: click.echo(redact(note), err=True))
 
 
 def _interrupt(signum, frame) -> None:

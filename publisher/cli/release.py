@@ -45,9 +45,11 @@ def _step(title: str) -> None:
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL (default: HF_ENDPOINT, else huggingface.co).")
 @click.option("--private", is_flag=True, help="Create the repo as private (when it does not exist).")
 @click.option("--dry-run", is_flag=True, help="Stop at the push plan; change nothing on the Hub.")
+@click.option("--no-hub-cache", is_flag=True, help="Compile every variant, even one --repo holds with the same inputs.")
 @click.pass_context
 def command(ctx: click.Context, path: Path, repo: str, local: bool, include, skip, allow_untested: bool, partial: bool,
-            repo_id, require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private, dry_run) -> int:
+            repo_id, require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private, dry_run,
+            no_hub_cache) -> int:
     """Check, build, test and publish the kernel project in PATH."""
     _step("check")
     if ctx.invoke(check_cli.command, path=path, fmt="human", config_only=False, quiet=True, matrix_file=matrix_file):
@@ -64,7 +66,8 @@ def command(ctx: click.Context, path: Path, repo: str, local: bool, include, ski
     _step("build")
     if ctx.invoke(build_cli.command, path=path, local=local, include=include, skip=skip, backend_name="local",
                   jobs=None, cores=None, fail_fast=False, only_failed=False, force=False, debug=False, strict=False,
-                  as_json=False, matrix_file=matrix_file, out=None):
+                  as_json=False, matrix_file=matrix_file, out=None, repo_id=repo, no_hub_cache=no_hub_cache,
+                  endpoint=endpoint):
         raise ProjectError("release stopped: some variants failed to build", "see the build summary above")
 
     _step("test")
