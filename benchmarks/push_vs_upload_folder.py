@@ -5,8 +5,10 @@ unchanged re-push (request bodies counted at the server).
     .venv/bin/python benchmarks/push_vs_upload_folder.py [PROJECT]
 
 PROJECT must hold a built build/ (default: kernel_projects/rmsnorm). Both
-tools run in a fresh process, as a user would run them; numbers are the
-median of --repeat runs.
+tools run in a fresh process, as a user would run them, interleaved; numbers
+are the median of --repeat runs. --baseline SRC adds a row for the publisher
+found in SRC (e.g. `git archive main publisher | tar -x -C SRC`), measured in
+the same run, for before/after figures.
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ api.upload_folder(repo_id=repo, folder_path=folder, path_in_repo="build", repo_t
 """
 
 
-def _timed(argv: list[str], env: dict) -> float:
+def _timed(argv: list[str], env: dict, cwd: str) -> float:
     start = time.perf_counter()
-    result = subprocess.run(argv, env=env, capture_output=True, text=True)
+    # a neutral cwd: `python -m` puts it first on sys.path, ahead of PYTHONPATH (--baseline)
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=cwd)
     elapsed = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"{argv[:4]} failed:\n{result.stderr[-2000:]}")
@@ -50,8 +53,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("project", nargs="?", default="kernel_projects/rmsnorm")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", type=Path, help="a folder holding another publisher/ package to compare")
     args = parser.parse_args()
     project = Path(args.project).resolve()
+    if args.baseline and not (args.baseline / "publisher" / "resources" / "matrix.yaml").is_file():
+        raise SystemExit(f"{args.baseline}: no publisher/resources/matrix.yaml (it is a link to ../../matrix.yaml: "
+                         "copy matrix.yaml next to publisher/)")
     build = project / "build"
     files = [p for p in build.rglob("*") if p.is_file() and ".publisher" not in p.parts and "__pycache__" not in p.parts]
     size = sum(p.stat().st_size for p in files)
@@ -60,28 +67,40 @@ def main() -> None:
         server = HubServer(Path(data), ServerConfig(tokens={TOKEN: "write"})).start()
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
         env.update(HF_ENDPOINT=server.url, HF_HUB_DISABLE_XET="1", HF_TOKEN=TOKEN, HF_HOME=str(Path(data) / "home"))
-        rows = {"publisher push": ([], [], []), "upload_folder": ([], [], [])}
+        tools = ["publisher push", "upload_folder"] + (["baseline push"] if args.baseline else [])
+        rows: dict[str, tuple[list, ...]] = {tool: ([], [], [], [], []) for tool in tools}
         for _ in range(args.repeat):
             for tool in rows:
                 repo = f"bench{uuid.uuid4().hex[:6]}/{project.name}"
-                if tool == "publisher push":
+                tool_env = env
+                if tool == "upload_folder":
+                    argv = [sys.executable, "-c", UPLOAD, repo, str(build)]
+                else:
                     argv = [sys.executable, "-m", "publisher", "push", repo, str(project), "--allow-untested",
                             "--no-card"]
-                else:
-                    argv = [sys.executable, "-c", UPLOAD, repo, str(build)]
-                first = _timed(argv, env)
+                    if tool == "baseline push":
+                        tool_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
                 server.state.reset_stats()
-                again = _timed(argv, env)
+                first = _timed(argv, tool_env, data)
+                first_calls = sum(server.state.stats()["requests"].values())
+                server.state.reset_stats()
+                again = _timed(argv, tool_env, data)
                 rows[tool][0].append(first)
                 rows[tool][1].append(again)
                 rows[tool][2].append(server.state.stats()["bytes_in_total"])
+                rows[tool][3].append(first_calls)
+                rows[tool][4].append(sum(server.state.stats()["requests"].values()))
         server.close()
 
     print(f"{project.name}: {len(files)} files, {size / 1024:.1f} KiB in build/; server on 127.0.0.1; "
           f"median of {args.repeat}")
-    print(f"{'tool':<16} {'first push (s)':>15} {'unchanged re-push (s)':>22} {'re-push bytes sent':>19}")
-    for tool, (first, again, sent) in rows.items():
-        print(f"{tool:<16} {statistics.median(first):>15.2f} {statistics.median(again):>22.2f} "
+    base_first, base_again = (statistics.median(v) for v in rows["upload_folder"][:2])
+    print(f"{'tool':<16} {'first push (s)':>15} {'ratio':>6} {'requests':>8} {'unchanged re-push (s)':>22} "
+          f"{'ratio':>6} {'requests':>8} {'re-push bytes sent':>19}")
+    for tool, (first, again, sent, first_calls, again_calls) in rows.items():
+        f, a = statistics.median(first), statistics.median(again)
+        print(f"{tool:<16} {f:>15.2f} {f / base_first:>6.2f} {int(statistics.median(first_calls)):>8} "
+              f"{a:>22.2f} {a / base_again:>6.2f} {int(statistics.median(again_calls)):>8} "
               f"{int(statistics.median(sent)):>19}")
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
+from publisher.project.resources import load_yaml
 
 _RESOURCE = Path(__file__).parent / "resources" / "capabilities.yaml"
 _CUDA_SYNTAX = re.compile(r"(\d{1,6})\.(\d{1,6})([af]?)(\+PTX)?")
@@ -40,7 +40,7 @@ class Capability:
 @lru_cache(maxsize=1)
 def _known() -> dict:
     with _RESOURCE.open() as fh:
-        return yaml.safe_load(fh)
+        return load_yaml(fh)
 
 
 def known_cuda_capabilities() -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from typing import Mapping
 
 import yaml
 
+from publisher.project.resources import load_yaml
 from publisher.errors import UsageError
 from publisher.variants import Platform, backend_of_compute, compute_version
 
@@ -60,7 +61,7 @@ def find_matrix(project_root: Path | None, explicit: Path | None = None) -> Path
 def load_matrix(path: Path | None = None) -> Matrix:
     path = Path(path) if path is not None else DEFAULT_MATRIX
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(path.read_text())
     except FileNotFoundError:
         raise UsageError(f"{path}: no such matrix file", "pass --matrix FILE or drop the option") from None
     except (OSError, yaml.YAMLError) as err:

@@ -10,8 +10,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
+from publisher.project.resources import load_yaml
 from publisher import runner
 from publisher.build.backend import BuildFailed, LineSink
 from publisher.toolchain import cache_root, locked, uv_path
@@ -21,7 +20,7 @@ SOURCES = Path(__file__).resolve().parent.parent / "resources" / "depends_source
 
 @lru_cache(maxsize=1)
 def _sources() -> dict:
-    return yaml.safe_load(SOURCES.read_text())
+    return load_yaml(SOURCES.read_text())
 
 
 def include_dirs(depends: tuple[str, ...], log: Path, on_line: LineSink) -> list[str]:

@@ -29,6 +29,7 @@ class Verdict:
     metadata: dict | None
     findings: tuple[Finding, ...]
     test: dict | None  # the test-report entry that applies, if any
+    sha256: dict[str, str] | None = None  # relpath -> sha256 hex of the files the digest check just read
 
     @property
     def ok(self) -> bool:
@@ -83,7 +84,7 @@ def judge(build_dir: Path, name: str, allow_untested: bool) -> Verdict:
             "PP105", Severity.WARNING, variant_dir,
             f"{name}: built from a dirty tree (commit {str(kernel.get('commit', '?'))[:12]} plus uncommitted changes)",
             "commit your changes and rebuild so the release can be traced to a commit"))
-    return Verdict(name, check.metadata, tuple(findings), test)
+    return Verdict(name, check.metadata, tuple(findings), test, check.sha256)
 
 
 def _entry(report_path: Path, name: str, fingerprint: str) -> dict | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Mapping
 
@@ -28,13 +29,19 @@ class LocalFile:
     local_path: Path
     size: int
     sha256: str
-    git_sha1: str
 
     @classmethod
-    def read(cls, repo_path: str, local_path: Path) -> "LocalFile":
-        data = local_path.read_bytes()
-        git = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-        return cls(repo_path, local_path, len(data), hashlib.sha256(data).hexdigest(), git)
+    def read(cls, repo_path: str, local_path: Path, sha256: str | None = None) -> "LocalFile":
+        """`sha256`: the hash the gate has just verified, so the file is not read again for it."""
+        if sha256 is None:
+            sha256 = hashlib.sha256(local_path.read_bytes()).hexdigest()
+        return cls(repo_path, local_path, local_path.stat().st_size, sha256)
+
+    @cached_property
+    def git_sha1(self) -> str:
+        """Only needed against a regular (non-LFS) remote file: computed then."""
+        data = self.local_path.read_bytes()
+        return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
     def matches(self, remote: RemoteFile | None) -> bool:
         if remote is None:
@@ -83,6 +90,8 @@ class PushPlan:
     parent_commit: str | None  # the commit the plan was made against (main's head for a new branch)
     groups: tuple[GroupPlan, ...]
     kept_variants: tuple[str, ...] = field(default=())  # on the branch, not part of this push
+    remote: Mapping[str, RemoteFile] = field(default_factory=dict, repr=False)  # files at parent_commit
+    branches: Mapping[str, str] = field(default_factory=dict, repr=False)  # the repo's branches at plan time
 
     @property
     def changes(self) -> tuple[FileOp, ...]:
@@ -90,14 +99,16 @@ class PushPlan:
 
     @property
     def is_noop(self) -> bool:
-        return not self.changes
+        """Nothing to do; a new version branch always has to be created."""
+        return self.branch_exists and not self.changes
 
     @property
     def bytes_to_send(self) -> int:
         return sum(g.bytes_to_send for g in self.groups)
 
     def uploads(self) -> list[Upload]:
-        return [Upload(op.repo_path, str(op.local.local_path) if op.local else None) for op in self.changes]
+        return [Upload(op.repo_path, str(op.local.local_path), op.local.sha256) if op.local
+                else Upload(op.repo_path, None) for op in self.changes]
 
     def expected(self) -> dict[str, LocalFile]:
         """Every file of this push as the branch must hold it afterwards."""
@@ -119,13 +130,15 @@ class PushPlan:
         }
 
 
-def variant_files(variant_dir: Path, name: str) -> list[LocalFile]:
-    """Files of build/<name>/ as they go to the repo (bytecode left out, as `kernels` ignores it)."""
+def variant_files(variant_dir: Path, name: str, sha256: Mapping[str, str] | None = None) -> list[LocalFile]:
+    """Files of build/<name>/ as they go to the repo (bytecode left out, as `kernels` ignores it);
+    `sha256`: relpath -> hash already verified by the gate."""
+    known = sha256 or {}
     out = []
     for path in sorted(Path(variant_dir).rglob("*")):
         rel = path.relative_to(variant_dir)
         if path.is_file() and "__pycache__" not in rel.parts and path.suffix not in (".pyc", ".pyo"):
-            out.append(LocalFile.read(f"build/{name}/{rel.as_posix()}", path))
+            out.append(LocalFile.read(f"build/{name}/{rel.as_posix()}", path, known.get(rel.as_posix())))
     return out
 
 
@@ -145,14 +158,17 @@ def _group(name: str, local: list[LocalFile], remote: Mapping[str, RemoteFile], 
 
 
 def make_plan(repo_id: str, branch: str, variants: Mapping[str, Path], benchmarks: list[LocalFile],
-              remote: Mapping[str, RemoteFile], new_branch: bool, parent_commit: str | None) -> PushPlan:
+              remote: Mapping[str, RemoteFile], new_branch: bool, parent_commit: str | None,
+              sha256: Mapping[str, Mapping[str, str] | None] | None = None,
+              branches: Mapping[str, str] | None = None) -> PushPlan:
     """remote: the files of the branch, or of main when the branch is new (it
-    starts from main, and then every build/ and benchmarks/ file there is stale)."""
+    starts from main, and then every build/ and benchmarks/ file there is stale).
+    sha256: per variant, the file hashes the gate verified (not computed twice)."""
     groups = []
     for name in sorted(variants):
         prefix = f"build/{name}/"
         stale = [p for p in remote if p.startswith(prefix)]
-        groups.append(_group(name, variant_files(variants[name], name), remote, stale))
+        groups.append(_group(name, variant_files(variants[name], name, (sha256 or {}).get(name)), remote, stale))
     if new_branch:
         pushed = {f"build/{n}/" for n in variants}
         orphans = [p for p in remote if p.startswith("build/") and not any(p.startswith(x) for x in pushed)]
@@ -163,4 +179,5 @@ def make_plan(repo_id: str, branch: str, variants: Mapping[str, Path], benchmark
     if benchmarks or stale_bench:
         groups.append(_group("benchmarks", benchmarks, remote, stale_bench))
     kept = sorted({p.split("/")[1] for p in remote if p.startswith("build/") and p.count("/") >= 2} - set(variants))
-    return PushPlan(repo_id, branch, not new_branch, parent_commit, tuple(groups), tuple(kept))
+    return PushPlan(repo_id, branch, not new_branch, parent_commit, tuple(groups), tuple(kept), remote,
+                    dict(branches or {}))

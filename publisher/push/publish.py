@@ -17,13 +17,21 @@ from __future__ import annotations
 
 import secrets
 import time
+from concurrent.futures import Executor
+from functools import partial
 from dataclasses import dataclass
 from pathlib import Path
 
-from publisher.errors import UsageError
+from publisher.errors import ProjectError, UsageError
 from publisher.hub_client import ConflictError, HubClient, RemoteFile, TransientError, Upload
 from publisher.push.plan import ADD, DELETE, LocalFile, PushPlan, benchmark_files, make_plan
 from publisher.push.verify import compare
+
+class VerificationFailed(ProjectError):
+    def __init__(self, problems: list[str]):
+        super().__init__("verification failed: the branch does not hold this build:\n  " + "\n  ".join(problems))
+        self.problems = problems
+
 
 STAGING_PREFIX = "publisher-staging-"
 STAGING_MAX_AGE = 3600
@@ -37,19 +45,32 @@ class CommitOutcome:
     reconciled: bool = False  # the answer was lost but the commit had landed
 
 
-def read_branch(client: HubClient, repo_id: str, branch: str, repo_exists: bool) -> tuple[dict[str, RemoteFile], bool, str | None]:
-    """(files, branch exists, head or base commit). A new branch starts from main."""
-    branches = client.branches(repo_id) if repo_exists else {}
+def read_branch(client: HubClient, repo_id: str, branch: str, branches: dict[str, str],
+                new_repo: bool) -> tuple[dict[str, RemoteFile], bool, str | None]:
+    """(files, branch exists, head or base commit). A new branch starts from main;
+    a repo this push has just created holds nothing to compare with."""
     if branch in branches:
         return client.tree(repo_id, branches[branch]), True, branches[branch]
     base = branches.get("main")
-    return (client.tree(repo_id, base) if base else {}), False, base
+    return (client.tree(repo_id, base) if base and not new_repo else {}), False, base
+
+
+def open_repo(client: HubClient, repo_id: str, private: bool, branches: dict[str, str] | None,
+              create: bool) -> tuple[dict[str, str], bool]:
+    """(branches, created now) from `branches` as listed (client.branches_if_exists,
+    None: no such repo), creating the repo when it is missing and `create`."""
+    if branches is not None or not create:
+        return branches or {}, False
+    client.ensure_repo(repo_id, private)
+    return client.branches(repo_id), True
 
 
 def plan_push(client: HubClient, repo_id: str, branch: str, variants: dict[str, Path], project_root: Path,
-              repo_exists: bool = True) -> PushPlan:
-    remote, exists, head = read_branch(client, repo_id, branch, repo_exists)
-    return make_plan(repo_id, branch, variants, benchmark_files(project_root), remote, not exists, head)
+              branches: dict[str, str], new_repo: bool = False,
+              sha256: dict[str, dict[str, str] | None] | None = None) -> PushPlan:
+    remote, exists, head = read_branch(client, repo_id, branch, branches, new_repo)
+    return make_plan(repo_id, branch, variants, benchmark_files(project_root), remote, not exists, head,
+                     sha256, branches)
 
 
 def _commit_reconciled(client: HubClient, plan: PushPlan, target: str, message: str, description: str,
@@ -82,42 +103,64 @@ def _commit_reconciled(client: HubClient, plan: PushPlan, target: str, message: 
     raise AssertionError("unreachable")
 
 
-def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool) -> CommitOutcome:
+def _verify(client: HubClient, plan: PushPlan, commit: str | None) -> None:
+    """The commit holds exactly this push's files (a no-op push: the head the
+    plan read already does, so nothing is read again)."""
+    remote = client.tree(plan.repo_id, commit) if commit else plan.remote
+    problems = compare(plan.expected(), plan.deleted(), remote)
+    if problems:
+        raise VerificationFailed(problems)
+
+
+def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool,
+            background: Executor | None = None) -> CommitOutcome:
+    """Commit the plan and verify it; raises VerificationFailed when the commit
+    does not hold this build (a new version branch is then not created).
+    `background` removes the staging branch while the caller goes on (its
+    threads are joined before the process exits)."""
     if plan.is_noop:
+        _verify(client, plan, None)
         return CommitOutcome(None)
     names = [g.name for g in plan.groups if g.of(ADD) or g.of(DELETE)]
     message = COMMIT_MESSAGE.format(repo=plan.repo_id.split("/")[-1], version=version, variants=", ".join(names))
     description = "Published with publisher as one commit."
     if plan.branch_exists:
-        return _commit_reconciled(client, plan, plan.branch, message, description, create_pr)
+        outcome = _commit_reconciled(client, plan, plan.branch, message, description, create_pr)
+        _verify(client, plan, outcome.commit)
+        return outcome
     if create_pr:
         raise UsageError(f"--create-pr needs branch {plan.branch} to exist on {plan.repo_id}",
                          "push once without --create-pr to create the version branch")
     if plan.parent_commit is None:
         raise UsageError(f"{plan.repo_id} has no main branch to start {plan.branch} from")
-    _remove_stale_staging(client, plan.repo_id)
+    _remove_stale_staging(client, plan)
     staging = f"{STAGING_PREFIX}{plan.branch}-{int(time.time())}-{secrets.token_hex(3)}"
     client.create_branch(plan.repo_id, staging, plan.parent_commit)
     try:
         outcome = _commit_reconciled(client, plan, staging, message, description, False)
         assert outcome.commit is not None
+        _verify(client, plan, outcome.commit)  # before the version branch exists: a bad commit never shows
         if not client.create_branch(plan.repo_id, plan.branch, outcome.commit):
             if client.branches(plan.repo_id).get(plan.branch) != outcome.commit:
                 raise ConflictError(f"branch {plan.branch} of {plan.repo_id} was created by another push while "
                                     "this one was running; nothing from this push is on it",
                                     "run the push again: it compares with what is there now")
     finally:
-        _try(lambda: client.delete_branch(plan.repo_id, staging))
+        cleanup = partial(_try, lambda: client.delete_branch(plan.repo_id, staging))
+        if background:
+            background.submit(cleanup)
+        else:
+            cleanup()
     return outcome
 
 
-def _remove_stale_staging(client: HubClient, repo_id: str) -> None:
+def _remove_stale_staging(client: HubClient, plan: PushPlan) -> None:
     """Staging branches of pushes killed more than STAGING_MAX_AGE ago (younger ones may be in use)."""
-    for name in client.branches(repo_id):
+    for name in plan.branches:
         if name.startswith(STAGING_PREFIX):
             stamp = name.rsplit("-", 2)[-2]
             if stamp.isdigit() and time.time() - int(stamp) > STAGING_MAX_AGE:
-                _try(lambda name=name: client.delete_branch(repo_id, name))
+                _try(lambda name=name: client.delete_branch(plan.repo_id, name))
 
 
 def _try(action) -> None:
@@ -139,7 +182,7 @@ def publish_card(client: HubClient, repo_id: str, readme: Path, media: dict[str,
         if not changed:
             return CommitOutcome(None)
         try:
-            result = client.commit(repo_id, "main", [Upload(f.repo_path, str(f.local_path)) for f in changed],
+            result = client.commit(repo_id, "main", [Upload(f.repo_path, str(f.local_path), f.sha256) for f in changed],
                                    "Update kernel card", head, create_pr=create_pr)
             return CommitOutcome(result.oid, result.pr_url)
         except (TransientError, ConflictError):
