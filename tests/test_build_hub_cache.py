@@ -57,7 +57,8 @@ def test_unchanged_inputs_are_fetched_from_the_hub_not_compiled(hub_env, tmp_pat
     variant = first["variant"]
     built = project / "build" / variant
     assert recorded_inputs(read_metadata(built))  # the fingerprint travels in metadata.json
-    pushed = run_publisher(["push", repo, str(project), "--allow-untested", "--no-card"], env)
+    # one local CPU variant of a CUDA+CPU kernel: --partial (the coverage gate)
+    pushed = run_publisher(["push", repo, str(project), "--allow-untested", "--partial", "--no-card"], env)
     assert pushed.returncode == 0, pushed.stderr
     commits = _commits(hub_env, repo)
 
@@ -88,7 +89,7 @@ def test_unchanged_inputs_are_fetched_from_the_hub_not_compiled(hub_env, tmp_pat
     assert "RESULT [0.0, 2.0, 4.0]" in loaded.stdout, loaded.stderr
 
     # the release rerun publishes without rebuilding: nothing changed, no commit
-    again = run_publisher(["push", repo, str(rerun), "--allow-untested", "--no-card"], env)
+    again = run_publisher(["push", repo, str(rerun), "--allow-untested", "--partial", "--no-card"], env)
     assert again.returncode == 0, again.stderr
     assert "nothing changed: no commit" in again.stdout
     assert _commits(hub_env, repo) == commits

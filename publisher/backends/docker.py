@@ -121,6 +121,7 @@ class DockerBackend:
             "publisher", "build", str(self._project_in_container(project_root)),
             "--backend", "local", "--variant", variant, "--out", str(inner_out),
             "--jobs", "1", "--cores", str(max(1, request.options.cores)),
+            "--no-hub-cache",  # the outer driver has looked at the Hub already
         ]
         if self.matrix_file:
             argv += ["--matrix", "/etc/publisher/matrix.yaml"]

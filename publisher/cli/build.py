@@ -91,7 +91,7 @@ def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, on
         click.echo(render_summary(rows))
         click.echo(f"logs: {state.logs_dir(build_dir)}")
     # A requested variant that was not built (failed, cancelled, no toolchain) fails the command.
-    return EXIT_FAILED if any(r.state not in ("built", "cached") for r in results) else 0
+    return EXIT_FAILED if any(r.state not in ("built", "fetched", "cached") for r in results) else 0
 
 
 def _backend_settings(name, project, matrix_file, base_image, ca_bundle, index_url, extra_index_urls,
