@@ -2,9 +2,11 @@
 
 Exit codes: 0 ok, 1 the job found errors (check errors, a failed variant,
 a refused push), 2 usage errors (bad flags, missing path), 3 an outside
-service failed (Hub unreachable, Docker engine down, nix missing), 4 the
-kernel was published (branch committed and verified) but a later step failed
-(the card commit to main): rerunning the push finishes it.
+service failed (Hub unreachable, Docker engine down, nix missing, a path
+the system refuses), 4 the kernel was published (branch committed and
+verified) but a later step failed (the card commit to main): rerunning the
+push finishes it, 5 a bug in publisher (reported without a traceback),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
 EXIT_PUBLISHED_INCOMPLETE = 4
+EXIT_BUG = 5
+EXIT_INTERRUPTED = 130
 
 
 class PublisherError(Exception):

@@ -16,7 +16,7 @@ from tomlkit.exceptions import TOMLKitError
 from publisher.errors import ProjectError
 from publisher.findings import Finding
 from publisher.project import editions
-from publisher.project.load import matrix_toolkits, read_toml, resolve, tomllib, validate
+from publisher.project.load import foreign, matrix_toolkits, read_toml, resolve, tomllib, validate
 from publisher.project.upgrade import MigrationRefused, upgrade
 
 
@@ -62,6 +62,9 @@ def plan_migration(path: Path, *, license: str | None = None, version: int | Non
         problem = problems[0]
         where = f"{problem.file}:{problem.line}" if problem.line else str(problem.file)
         raise ProjectError(f"{where}: {problem.message}", problem.hint)
+    not_ours = foreign(data)
+    if not_ours:
+        raise ProjectError(f"{build_toml}: cannot migrate: {not_ours[0].message}", not_ours[0].hint)
     migrated, era, changes = migrate_text(text, data, license=license, version=version)
     return Migration(build_toml, era, text, migrated, tuple(changes))
 

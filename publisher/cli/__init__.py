@@ -6,11 +6,13 @@ from __future__ import annotations
 import importlib
 import importlib.util  # not imported by `import importlib`; an editable install happened to hide that
 import sys
+from typing import NoReturn
 
 import click
 
 from publisher import __version__
-from publisher.errors import EXIT_USAGE, PublisherError
+from publisher.cli.common import echo_error_json, wants_json
+from publisher.errors import EXIT_BUG, EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, PublisherError
 from publisher.secrets import redact
 
 # command name -> module under publisher.cli
@@ -47,17 +49,35 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else list(argv)
+    as_json = wants_json(args)
     try:
-        rc = cli.main(args=argv, prog_name="publisher", standalone_mode=False)
+        rc = cli.main(args=args, prog_name="publisher", standalone_mode=False)
     except PublisherError as err:
-        click.echo(f"error: {redact(err.render())}", err=True)
-        sys.exit(err.exit_code)
+        _fail(err.message, err.hint, err.exit_code, as_json)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
+        _fail("aborted", None, EXIT_INTERRUPTED, as_json)
     except click.ClickException as err:
+        code = EXIT_USAGE if isinstance(err, click.UsageError) else err.exit_code
+        if as_json:
+            _fail(err.format_message(), None, code, as_json)
         err.show()
-        sys.exit(EXIT_USAGE if isinstance(err, click.UsageError) else err.exit_code)
+        sys.exit(code)
     except click.exceptions.Exit as err:
         sys.exit(err.exit_code)
+    except OSError as err:
+        # the disk, a permission, a path the system refuses: outside publisher, no traceback
+        where = f": {err.filename}" if err.filename else ""
+        _fail(f"{err.strerror or err}{where}", "check the path, free space and permissions", EXIT_ENVIRONMENT, as_json)
+    except Exception as err:  # noqa: BLE001 - the last line of defence; tests treat EXIT_BUG as a failure
+        _fail(f"internal error: {type(err).__name__}: {err}",
+              "this is a bug in publisher; please report it with the command line that caused it", EXIT_BUG, as_json)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _fail(message: str, hint: str | None, code: int, as_json: bool) -> NoReturn:
+    message, hint = redact(message), redact(hint) if hint else None
+    if as_json:
+        echo_error_json(message, hint, code)
+    click.echo("error: " + message + (f"\n  hint: {hint}" if hint else ""), err=True)
+    sys.exit(code)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 import click
 
@@ -20,3 +20,19 @@ json_flag = click.option("--json", "as_json", is_flag=True, help="Print a JSON r
 
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for JSON output (`--json`, `--format json`).
+    Read from argv because an error can stop the command before its options are parsed."""
+    args = list(argv[: argv.index("--")] if "--" in argv else argv)
+    for i, arg in enumerate(args):
+        if arg == "--json" or arg == "--format=json" or (arg == "--format" and args[i + 1:i + 2] == ["json"]):
+            return True
+    return False
+
+
+def echo_error_json(message: str, hint: str | None, exit_code: int) -> None:
+    """The JSON answer of a command that stopped with an error: scripts reading
+    stdout always get a document, with the same text stderr shows."""
+    echo_json({"ok": False, "error": {"message": message, "hint": hint, "exit_code": exit_code}})

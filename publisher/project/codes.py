@@ -17,6 +17,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PB105": (E, "required key missing"),
     "PB106": (E, "value has the wrong type"),
     "PB107": (E, "not exactly one framework table"),
+    "PB108": (E, "not a kernel-builder build.toml (empty, or another tool's file)"),
     "PB201": (E, "invalid kernel name"),
     "PB202": (E, "invalid version"),
     "PB203": (W, "license is not a Hub license identifier"),

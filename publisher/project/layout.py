@@ -5,6 +5,7 @@ are not committed, and there are tests."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Iterator, Mapping
 
@@ -15,6 +16,8 @@ _SKIP_DIRS = {".git", ".hg", "build", "result", ".venv", "venv", "__pycache__", 
 _BINDING_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".mm", ".cu")
 _FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
 MAX_WALK = 20000  # files; a project bigger than this is not walked for symlinks
+MAX_COMPONENT = 255  # bytes in one file name (NAME_MAX on Linux, macOS and Windows)
+MAX_PATH = 4096  # bytes in a whole path (PATH_MAX on Linux)
 
 
 def _strs(value: object) -> list[str]:
@@ -40,6 +43,42 @@ def listed_paths(data: Mapping) -> Iterator[tuple[str, str, bool]]:
                     yield f"kernel.{kname}.{key}", path, key == "include"
 
 
+def unusable(text: str) -> str | None:
+    """Why no file system can hold the path `text`, or None."""
+    if "\0" in text:
+        return "contains a NUL character"
+    try:
+        raw = os.fsencode(text)
+    except UnicodeEncodeError:
+        return "is not a valid file name (it has an unpaired surrogate)"
+    if len(raw) > MAX_PATH:
+        return f"is {len(raw)} bytes long; paths are limited to {MAX_PATH}"
+    longest = max(raw.split(b"/"), key=len)
+    if len(longest) > MAX_COMPONENT:
+        return f"has a name of {len(longest)} bytes; file names are limited to {MAX_COMPONENT}"
+    return None
+
+
+def file_kind(path: Path) -> str | None:
+    """What `path` is when it is not a regular file (or a link to one): a folder,
+    a FIFO, a broken link...; None for a regular file or nothing at all."""
+    try:
+        info = path.lstat()
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            info = path.stat()
+        except OSError:
+            return f"a symlink to `{os.readlink(path)}`, which does not exist"
+    mode = info.st_mode
+    for test, name in ((stat.S_ISREG, None), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def _inside(path: Path, root: Path) -> bool:
     try:
         path.relative_to(root)
@@ -55,6 +94,11 @@ def check_layout(root: Path, data: Mapping, build_toml: str) -> list[Finding]:
         if not text.strip():
             out.append(finding("PB401", f"{field}: empty path", field=field, file=build_toml, hint="remove the empty entry"))
             continue
+        problem = unusable(text)
+        if problem:
+            out.append(finding("PB401", f"{field}: `{_show(text)}` {problem}", field=field, file=build_toml,
+                               hint="fix the path (relative to the folder holding build.toml)"))
+            continue
         if PurePosixPath(text).is_absolute() or PureWindowsPath(text).is_absolute() or PureWindowsPath(text).drive:
             out.append(finding("PB402", f"{field}: `{text}` is an absolute path", field=field, file=build_toml,
                                hint="paths are relative to the folder holding build.toml"))
@@ -69,11 +113,18 @@ def check_layout(root: Path, data: Mapping, build_toml: str) -> list[Finding]:
             out.append(finding("PB402", f"{field}: `{text}` leaves the project folder (through {why})", field=field,
                                file=build_toml, hint="keep every source inside the project: the build copies only the project folder"))
             continue
-        exists = target.is_dir() if is_include else target.exists()
-        if not exists:
-            kind = "folder" if is_include else "file"
-            out.append(finding("PB401", f"{field}: {kind} `{text}` does not exist", field=field, file=build_toml,
+        kind = file_kind(target)
+        if not os.path.lexists(target):
+            wanted = "folder" if is_include else "file"
+            out.append(finding("PB401", f"{field}: {wanted} `{text}` does not exist", field=field, file=build_toml,
                                hint=f"create it or fix the path (relative to {root})"))
+        elif is_include and kind != "a folder":
+            out.append(finding("PB401", f"{field}: `{text}` is {kind or 'a file'}, not a folder", field=field,
+                               file=build_toml, hint="include lists folders of headers; list files under src"))
+        elif not is_include and kind is not None:
+            hint = ("src lists files: name the files in it, or list the folder under include"
+                    if kind == "a folder" else "src lists regular files the compiler can read")
+            out.append(finding("PB401", f"{field}: `{text}` is {kind}, not a file", field=field, file=build_toml, hint=hint))
     out += _symlinks(root, real_root)
     out += _package(root, data)
     return out
@@ -108,6 +159,8 @@ def _package(root: Path, data: Mapping) -> list[Finding]:
     if not isinstance(name, str) or len(kinds) != 1:
         return out
     ext = "tvm-ffi-ext" if kinds[0] == "tvm-ffi" else "torch-ext"
+    if unusable(name):  # values.py reports the name; there is no such folder to look at
+        return out
     package = root / ext / name.replace("-", "_")
     if not (package / "__init__.py").is_file():
         what = "folder" if not package.is_dir() else "`__init__.py`"
@@ -130,6 +183,12 @@ def _package(root: Path, data: Mapping) -> list[Finding]:
         out.append(finding("PB406", "no tests/ folder: `publisher test` can only run its default smoke test (load, op registration, tensor-only calls)",
                            file=str(root), hint="add tests/ that load the kernel with kernels.get_kernel and compare against a reference (see kernel_projects/rmsnorm/tests)"))
     return out
+
+
+def _show(text: str) -> str:
+    """A path for a message: control characters escaped, very long ones cut."""
+    shown = text.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return shown if len(shown) <= 80 else f"{shown[:60]}...({len(text)} characters)"
 
 
 def _compiled(data: Mapping) -> bool:

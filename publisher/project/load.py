@@ -5,6 +5,7 @@ architecture checks against the matrix's toolkits, and the folder layout."""
 from __future__ import annotations
 
 import copy
+import os
 import re
 from dataclasses import replace
 from functools import lru_cache
@@ -22,7 +23,7 @@ from publisher.project import editions, schema
 from publisher.project.archs import check_archs
 from publisher.project.codes import finding
 from publisher.project.convert import to_config
-from publisher.project.layout import check_layout
+from publisher.project.layout import check_layout, file_kind, unusable
 from publisher.project.locate import KeyLines
 from publisher.project.model import Project
 from publisher.project.platforms import platform_findings
@@ -45,13 +46,22 @@ def matrix_toolkits(matrix_path: Path | None) -> tuple[dict, dict]:
 def resolve(path: Path) -> tuple[Path, Path | None]:
     """(build.toml, project root or None for a lone file); UsageError if absent."""
     path = Path(path)
+    problem = unusable(str(path))
+    if problem:
+        raise UsageError(f"the path given {problem}", "pass a kernel project folder or a build.toml file")
     if path.is_dir():
         build_toml = path / "build.toml"
-        if not build_toml.is_file():
+        kind = file_kind(build_toml)
+        if not os.path.lexists(build_toml):
             raise UsageError(f"{path}: no build.toml in this folder", "pass a kernel project folder (it holds build.toml) or a build.toml file")
+        if kind is not None:
+            raise UsageError(f"{build_toml} is {kind}", "build.toml must be a regular file (or a symlink to one)")
         return build_toml, path
-    if not path.exists():
+    if not os.path.lexists(path):
         raise UsageError(f"{path}: no such file or folder", "pass a kernel project folder or a build.toml file")
+    kind = file_kind(path)
+    if kind is not None:
+        raise UsageError(f"{path} is {kind}", "pass a kernel project folder or a build.toml file")
     return path, None
 
 
@@ -81,12 +91,18 @@ def read_toml(build_toml: Path) -> tuple[str | None, dict | None, list[Finding]]
                                     hint="fix the TOML syntax at that line")]
     except RecursionError:
         return text, None, [finding("PB100", "invalid TOML: values nested too deeply", file=name, hint="this is not a build.toml")]
+    except ValueError:  # Python's limit on integer digits
+        return text, None, [finding("PB100", "invalid TOML: an integer with more than 4300 digits", file=name,
+                                    hint="TOML integers are 64-bit; fix the number")]
     return text, data, []
 
 
 def validate(data: Mapping, cuda_toolkits: Mapping, rocm_toolkits: Mapping) -> tuple[list[Finding], dict | None, int]:
     """Findings for a parsed file, plus its edition-5 form (None if refused)
     and the edition it was written in."""
+    not_ours = foreign(data)
+    if not_ours:
+        return not_ours, None, 0
     edition = editions.detect(data)
     if edition.era == editions.UNSUPPORTED:
         value = edition.edition
@@ -107,6 +123,24 @@ def validate(data: Mapping, cuda_toolkits: Mapping, rocm_toolkits: Mapping) -> t
     return _legacy(data, edition, cuda_toolkits, rocm_toolkits), None, 3
 
 
+MINIMAL = ("a kernel-builder build.toml has a [general] table (name, version, edition = 5, license, backends) "
+           "and one framework table: [torch] for compiled kernels, [torch-noarch] for Python-only ones")
+
+
+def foreign(data: Mapping) -> list[Finding]:
+    """An empty file, or one with none of kernel-builder's tables, is not a
+    legacy build.toml to migrate: say what it is."""
+    if not data:
+        return [finding("PB108", "build.toml is empty (no tables, no keys)",
+                        line=1, hint=MINIMAL)]
+    if any(key in data for key in schema.TOP_LEVEL):
+        return []
+    tables = ", ".join(f"[{key}]" if isinstance(value, Mapping) else f"`{key}`" for key, value in data.items())
+    return [finding("PB108", f"not a kernel-builder build.toml: it has none of the tables "
+                    f"{', '.join(f'[{t}]' for t in schema.TOP_LEVEL)}; found {tables}", field=next(iter(data)),
+                    hint="is this another tool's file? " + MINIMAL)]
+
+
 def _validate_v5(data: Mapping, edition: int, cuda_toolkits, rocm_toolkits) -> list[Finding]:
     return schema.check_document(data, edition) + check_values(data) + check_archs(data, cuda_toolkits, rocm_toolkits)
 
@@ -121,6 +155,7 @@ def _legacy(data: Mapping, edition: editions.Edition, cuda_toolkits, rocm_toolki
     hint = ("cannot be migrated automatically: rewrite it as edition 5 by hand" if pre_v1
             else f"run `publisher migrate{options} PATH` to upgrade it to edition 5")
     out = [finding("PB103", f"legacy {edition.era} build.toml: {m.reason}", field=m.field, hint=hint) for m in edition.markers]
+    out += schema.unknown_top_level(data)
     work = copy.deepcopy(dict(data))
     try:
         upgrade(work, edition, license=general.get("license") or "other", version=general.get("version", 1))

@@ -169,6 +169,14 @@ def check_table(data: Mapping, fields: Mapping[str, Key], prefix: str, where: st
                                hint=f"add `{key} = ...` to {where}"))
 
 
+TOP_LEVEL = ("general", *FRAMEWORKS, "kernel")  # every edition's top-level tables
+
+
+def unknown_top_level(data: Mapping) -> list[Finding]:
+    """A PB104 for each top-level key no edition has."""
+    return [_unknown(key, key, TOP_LEVEL, "the top level") for key in data if key not in TOP_LEVEL]
+
+
 def check_document(data: Mapping, edition: int) -> list[Finding]:
     """Structure of a whole file in edition `edition` (4 or 5)."""
     out: list[Finding] = []

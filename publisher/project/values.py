@@ -21,6 +21,8 @@ _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?!\d)")
 _SCP = re.compile(r"[^\s:/]+:(?!/)\S+")
 _SPDX_SPLIT = re.compile(r"\s+(?:AND|OR|WITH)\s+|[()]")
 BACKEND_TABLES = ("cuda", "neuron", "tpu", "xpu")
+MAX_NAME = 96  # the Hub's limit on a repository name; the name also names folders and modules
+MAX_INT = 2**63 - 1  # TOML integers are 64-bit; tomllib reads larger ones anyway
 
 Line = Callable[[str, str | None], int | None]  # (field, list item) -> line
 
@@ -76,7 +78,10 @@ def check_values(data: Mapping) -> list[Finding]:
 
 def _name(general: Mapping, out: list[Finding]) -> None:
     name = general.get("name")
-    if isinstance(name, str) and not NAME.fullmatch(name):
+    if isinstance(name, str) and len(name) > MAX_NAME and NAME.fullmatch(name):
+        out.append(finding("PB201", f"general.name is {len(name)} characters long; at most {MAX_NAME}", field="general.name",
+                           hint="shorten it: the name becomes folder, module and Hub repository names, which have length limits"))
+    elif isinstance(name, str) and not NAME.fullmatch(name):
         fixed = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
         out.append(finding("PB201", f"general.name `{name}` is not a valid kernel name: lowercase letters, digits and "
                            "dashes, starting with a letter, ending with a letter or digit, at least 2 characters",
@@ -87,8 +92,17 @@ def _name(general: Mapping, out: list[Finding]) -> None:
 def _version(general: Mapping, out: list[Finding]) -> None:
     version = general.get("version")
     if isinstance(version, int) and not isinstance(version, bool) and version < 0:
-        out.append(finding("PB202", f"general.version {version} must be 0 or more", field="general.version",
+        out.append(finding("PB202", f"general.version {_digits(version)} must be 0 or more", field="general.version",
                            hint="the version is the Hub branch v<version>; use e.g. `version = 1`"))
+    elif isinstance(version, int) and version > MAX_INT:
+        out.append(finding("PB202", f"general.version {_digits(version)} is larger than a TOML integer (64-bit) can be",
+                           field="general.version", hint="the version is the Hub branch v<version>; use e.g. `version = 1`"))
+
+
+def _digits(number: int) -> str:
+    """A huge integer, shortened for a message (Python refuses to print more than 4300 digits)."""
+    text = str(number) if number.bit_length() < 10000 else "a number of more than 3000 digits"
+    return text if len(text) <= 24 else f"{text[:10]}...({len(text)} digits)"
 
 
 def _license(general: Mapping, out: list[Finding]) -> None:
@@ -176,8 +190,9 @@ def _kernel_depends(value: object, path: str, out: list[Finding]) -> None:
             problem = "both `version` and `revision`" if has_version else "neither `version` nor `revision`"
             out.append(finding("PB208", f"{where}: has {problem}", field=path, hint="give exactly one: `version = N` (Hub branch vN) or `revision = \"<sha or branch>\"`"))
         version = item.get("version")
-        if isinstance(version, int) and not isinstance(version, bool) and version < 0:
-            out.append(finding("PB208", f"{where}: version {version} must be 0 or more", field=path, hint="use the dependency's Hub version, e.g. 1"))
+        if isinstance(version, int) and not isinstance(version, bool) and not 0 <= version <= MAX_INT:
+            out.append(finding("PB208", f"{where}: version {_digits(version)} must be 0 or more and fit in 64 bits", field=path,
+                               hint="use the dependency's Hub version, e.g. 1"))
 
 
 def _bounds(table: Mapping, path: str, out: list[Finding]) -> None:
