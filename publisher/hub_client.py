@@ -16,15 +16,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
-import httpx2
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, constants
-from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
-from huggingface_hub.hf_api import RepoFile
-from huggingface_hub.lfs import UploadInfo
-from huggingface_hub.utils import get_token
+from publisher import env
 
-from publisher import __version__, secrets
-from publisher.errors import EnvironmentProblem, PublisherError
+env.hub_endpoint(None)  # huggingface_hub parses HF_ENDPOINT while it is imported: a bad one is a usage error first
+
+import httpx2  # noqa: E402
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, constants  # noqa: E402
+from huggingface_hub.errors import (  # noqa: E402
+    HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError)
+from huggingface_hub.hf_api import RepoFile  # noqa: E402
+from huggingface_hub.lfs import UploadInfo  # noqa: E402
+from huggingface_hub.utils import get_token  # noqa: E402
+
+from publisher import __version__, secrets  # noqa: E402
+from publisher.errors import EnvironmentProblem, PublisherError, UsageError  # noqa: E402
 
 REPO_TYPE = "kernel"
 _TRANSIENT_STATUS = (429, 500, 502, 503, 504)
@@ -49,6 +54,10 @@ class ConflictError(PublisherError):
 
 class TransientError(EnvironmentProblem):
     """The Hub kept failing after every retry."""
+
+
+class OfflineError(EnvironmentProblem):
+    """HF_HUB_OFFLINE is set and the call needs the Hub."""
 
 
 @dataclass(frozen=True)
@@ -94,10 +103,7 @@ class RetryPolicy:
     @classmethod
     def from_env(cls) -> "RetryPolicy":
         """PUBLISHER_HUB_RETRIES / PUBLISHER_HUB_BACKOFF let tests and slow links tune the policy."""
-        return cls(
-            attempts=int(os.environ.get("PUBLISHER_HUB_RETRIES", cls.attempts)),
-            base_seconds=float(os.environ.get("PUBLISHER_HUB_BACKOFF", cls.base_seconds)),
-        )
+        return cls(attempts=env.hub_attempts(cls.attempts), base_seconds=env.hub_backoff(cls.base_seconds))
 
 
 def is_repo_id(text: str) -> bool:
@@ -124,10 +130,13 @@ def _status(err: BaseException) -> int | None:
 class HubClient:
     def __init__(self, endpoint: str | None = None, token: str | None = None,
                  retry: RetryPolicy | None = None, on_retry: Callable[[str], None] | None = None):
-        if os.environ.get("HF_HUB_DISABLE_XET", "").upper() in ("1", "TRUE", "YES", "ON"):
+        if env.hub_xet_disabled():
             # huggingface_hub reads this once at import; honour it when it is set later (tests, `release`).
             constants.HF_HUB_DISABLE_XET = True
-        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+        # likewise HF_HUB_OFFLINE; a dry run asks, so it can plan offline without the Hub
+        constants.HF_HUB_OFFLINE = env.hub_offline()
+        self.offline = constants.HF_HUB_OFFLINE
+        self.endpoint = env.hub_endpoint(endpoint)
         self.token = token or os.environ.get("HF_TOKEN") or get_token()
         secrets.register(self.token)
         self.retry = retry or RetryPolicy.from_env()
@@ -148,9 +157,12 @@ class HubClient:
                     time.sleep(wait)
                     continue
                 raise self.translate(what, err) from None
-        raise AssertionError("unreachable")
+        raise AssertionError("RetryPolicy.attempts is at least 1")
 
     def translate(self, what: str, err: BaseException) -> BaseException:
+        if isinstance(err, OfflineModeIsEnabled):
+            return OfflineError(f"{what}: HF_HUB_OFFLINE is set, and this needs the Hub at {self.endpoint}",
+                                "unset HF_HUB_OFFLINE to push (`push --dry-run` plans from the build alone while offline)")
         status = _status(err)
         hint = ACCESS_HINT.replace("<endpoint>", self.endpoint)
         if status == 401 and not isinstance(err, (RevisionNotFoundError,)):
@@ -165,9 +177,13 @@ class HubClient:
                 "run the push again: it re-reads the branch and uploads only what still differs",
             )
         if isinstance(err, RepositoryNotFoundError):
-            return PublisherError(f"{what}: repository not found on {self.endpoint}", hint)
+            # a 404 is a wrong, deleted or renamed repo id: access rights only matter when we sent no token
+            return PublisherError(f"{what}: repository not found on {self.endpoint}",
+                                  "check the repo id (was the repo deleted or renamed?)" + (
+                                      "" if self.token else "; if it is private, set HF_TOKEN or run `hf auth login`"))
         if is_transient(err):
-            return TransientError(f"{what}: the Hub at {self.endpoint} keeps failing ({_short(err)})",
+            how = "failed" if self.retry.attempts == 1 else f"keeps failing ({self.retry.attempts} attempts)"
+            return TransientError(f"{what}: the Hub at {self.endpoint} {how}: {_short(err)}",
                                   "try again later; a rerun resumes where this one stopped")
         if isinstance(err, (HfHubHTTPError, httpx2.HTTPError)):
             return EnvironmentProblem(f"{what}: {_short(err)}")
@@ -252,5 +268,17 @@ def _server_message(err: BaseException) -> str:
 
 
 def _short(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return secrets.redact(text[0] if text else type(err).__name__)
+    """One line for a message: the error's first line, carried on when it only
+    introduces what follows ("Bad request:"), with the server's own message."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    if text.endswith(":") and len(lines) > 1:
+        text = f"{text} {lines[1]}"
+    server = getattr(err, "server_message", None)
+    if server and server.strip() and server.strip() not in text:
+        text = f"{text} {server.strip()}" if text else server.strip()
+    text = text.rstrip(":").strip()
+    if not text:
+        status = _status(err)
+        text = type(err).__name__ + (f" (HTTP {status})" if status else "")
+    return secrets.redact(text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -16,14 +17,14 @@ from publisher.build.metadata import SIGNATURE
 from publisher.cli.common import echo_json
 from publisher.errors import PublishedIncomplete, PublisherError, ProjectError, UsageError
 from publisher.findings import Finding
-from publisher.hub_client import HubClient, is_repo_id
+from publisher.hub_client import HubClient, OfflineError, RetryPolicy, TransientError, is_repo_id
 from publisher.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.push import card as card_mod
 from publisher.push import coverage, gate, verify
 from publisher.push.signature import SignerWorkflow
 from publisher.push.plan import PushPlan
-from publisher.push.publish import open_repo, plan_push, publish, publish_card
+from publisher.push.publish import open_repo, plan_push, plan_without_hub, publish, publish_card
 from publisher.secrets import redact
 
 
@@ -152,10 +153,20 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
     branch = branch or general.hub_branch or f"v{version}"
     variants = {v.variant: build_dir / v.variant for v in verdicts}
 
-    client = HubClient(endpoint, on_retry=lambda message: _say(f"retry: {message}"))
-    listed = client.branches_if_exists(repo_id)  # None: no such repo yet
+    retry = RetryPolicy.from_env()
+    # a dry run asks once: when the Hub cannot answer it plans from the build alone
+    client = HubClient(endpoint, retry=replace(retry, attempts=1) if dry_run else retry,
+                       on_retry=lambda message: _say(f"retry: {message}"))
     hashes = {v.variant: v.sha256 for v in verdicts}  # verified by the gate: not computed again
-    plan = plan_push(client, repo_id, branch, variants, project.root, listed or {}, sha256=hashes)
+    unreachable = None
+    try:
+        listed = client.branches_if_exists(repo_id)  # None: no such repo yet
+        plan = plan_push(client, repo_id, branch, variants, project.root, listed or {}, sha256=hashes)
+    except (TransientError, OfflineError) as err:
+        if not dry_run:
+            raise
+        unreachable, listed = err.message, None
+        plan = plan_without_hub(repo_id, branch, variants, project.root, hashes)
     matrix = load_matrix(find_matrix(project.root))
     covered = coverage.check(project, matrix, list(variants) + list(plan.kept_variants))
     gap = covered.finding(partial, f"{repo_id}@{branch}")
@@ -184,7 +195,11 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
                     "endpoint": client.endpoint, "plan": plan.to_dict(), "card": str(readme),
                     "refused": [f"{f.code} {f.message}" for f in errors],
                     "warnings": [f"{f.code} {f.message}" for f in findings if not f.is_error],
-                    "missing_required": dict(covered.missing)}
+                    "missing_required": dict(covered.missing),
+                    "hub": {"compared": unreachable is None, "problem": unreachable}}
+    if unreachable:
+        _say(f"note: could not compare with the Hub ({unreachable}); the plan shows every file as added, "
+             "and cannot say which files are unchanged, which variants the branch keeps, or whether the branch exists")
     if not as_json:
         click.echo(f"{'plan for' if dry_run else 'pushing'} {repo_id} branch {branch} "
                    f"({'existing' if plan.branch_exists else 'new'}"

@@ -73,6 +73,12 @@ def plan_push(client: HubClient, repo_id: str, branch: str, variants: dict[str, 
                      sha256, branches)
 
 
+def plan_without_hub(repo_id: str, branch: str, variants: dict[str, Path], project_root: Path,
+                     sha256: dict[str, dict[str, str] | None] | None = None) -> PushPlan:
+    """The plan of a dry run that cannot reach the Hub: every file added, nothing compared."""
+    return make_plan(repo_id, branch, variants, benchmark_files(project_root), {}, True, None, sha256)
+
+
 def _commit_reconciled(client: HubClient, plan: PushPlan, target: str, message: str, description: str,
                        create_pr: bool) -> CommitOutcome:
     expected, deleted = plan.expected(), plan.deleted()

@@ -1,0 +1,87 @@
+"""Environment settings about the Hub, read and checked in one place. A value
+that cannot work is a usage error naming the variable and the fix: never a
+traceback, and never retried as if the Hub were having a bad day."""
+
+from __future__ import annotations
+
+import math
+import os
+from urllib.parse import urlsplit
+
+from publisher.errors import UsageError
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+_TRUE = ("1", "ON", "YES", "TRUE")  # huggingface_hub's spelling of "set"
+
+
+def _show(value: str) -> str:
+    """A value for a message: escaped, and cut when very long."""
+    shown = value.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return repr(shown if len(shown) <= 60 else shown[:50] + "...")
+
+
+def endpoint_problem(url: str) -> str | None:
+    """Why `url` cannot be a Hub endpoint, or None."""
+    if not url.strip():
+        return "is empty"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port out of range or not a number
+    except ValueError as err:
+        return f"is not a URL ({err})"
+    if parts.scheme not in ("http", "https"):
+        return "is not an http:// or https:// URL"
+    if not parts.hostname:
+        return "has no host name"
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return "contains spaces or control characters"
+    return None
+
+
+def hub_endpoint(explicit: str | None) -> str:
+    """The Hub URL: `explicit` (--endpoint), else HF_ENDPOINT, else the Hub."""
+    if explicit is not None and explicit != os.environ.get("HF_ENDPOINT"):
+        value, source = explicit, "--endpoint"
+    elif "HF_ENDPOINT" in os.environ:
+        value, source = os.environ["HF_ENDPOINT"], "HF_ENDPOINT"
+    else:
+        return DEFAULT_ENDPOINT
+    problem = endpoint_problem(value)
+    if problem:
+        raise UsageError(f"{source}={_show(value)} {problem}",
+                         f"set {source} to the Hub's URL, e.g. {DEFAULT_ENDPOINT} or http://127.0.0.1:8080 "
+                         f"for a local hub-server" + ("; or unset it to use the Hub" if source == "HF_ENDPOINT" else ""))
+    return value.rstrip("/")
+
+
+def hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").upper() in _TRUE
+
+
+def _number(name: str, default: float, low: float, high: float, whole: bool) -> float:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        number = int(value) if whole else float(value)
+    except ValueError:
+        number = None
+    if number is None or not math.isfinite(number) or not low <= number <= high:
+        kind = "a whole number" if whole else "a number of seconds"
+        raise UsageError(f"{name}={_show(value)} must be {kind} from {low:g} to {high:g}",
+                         f"set e.g. {name}={default:g}, or unset it for the default ({default:g})")
+    return number
+
+
+def hub_attempts(default: int) -> int:
+    """PUBLISHER_HUB_RETRIES: how many times a Hub call is tried (1: no retry)."""
+    return int(_number("PUBLISHER_HUB_RETRIES", default, 1, 100, whole=True))
+
+
+def hub_backoff(default: float) -> float:
+    """PUBLISHER_HUB_BACKOFF: seconds before the first retry (doubling after)."""
+    return _number("PUBLISHER_HUB_BACKOFF", default, 0, 600, whole=False)
+
+
+def hub_xet_disabled() -> bool:
+    return os.environ.get("HF_HUB_DISABLE_XET", "").upper() in _TRUE
