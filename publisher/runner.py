@@ -3,14 +3,18 @@ secrets, streams output line by line to a log file and an optional callback."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
+import shutil
 import signal
 import subprocess
+import sys
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from publisher.secrets import redact
 
@@ -37,7 +41,9 @@ class RunResult:
         return (lines[-1].strip() if lines else f"exit code {self.returncode}")[:300]
 
 
+GUARD = Path(__file__).with_name("guard.py")
 _live: set[subprocess.Popen] = set()
+_inherited: set[int] = set()  # file descriptors every child keeps open (the build lock)
 _live_lock = threading.Lock()
 _cancelled = threading.Event()
 
@@ -57,6 +63,28 @@ def allow_new() -> None:
     _cancelled.clear()
 
 
+@contextmanager
+def inherited(fd: int) -> Iterator[None]:
+    """Children started meanwhile keep `fd` open: a lock on it stays held
+    until the last of them is gone, even when publisher itself was killed."""
+    _inherited.add(fd)
+    try:
+        yield
+    finally:
+        _inherited.discard(fd)
+
+
+def _guarded(argv: tuple[str, ...], env: Mapping[str, str]) -> list[str]:
+    """argv run under guard.py, which kills the child's whole tree when
+    publisher dies (Linux); elsewhere argv itself."""
+    if sys.platform != "linux":
+        return list(argv)
+    if os.sep not in argv[0] and shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None:
+        # as Popen itself would: callers tell a missing program from a failing one
+        raise FileNotFoundError(errno.ENOENT, f"No such file or directory: {argv[0]!r}", argv[0])
+    return [sys.executable, "-I", str(GUARD), str(os.getpid()), *argv]
+
+
 def format_command(argv: Sequence[str]) -> str:
     return redact(" ".join(shlex.quote(str(a)) for a in argv))
 
@@ -72,8 +100,9 @@ def run(
     input_text: str | None = None,
 ) -> RunResult:
     """Run argv to completion. Output is captured (redacted), appended to `log`
-    and passed line by line to `on_line`. The child gets its own process group
-    so a timeout or Ctrl-C kills the whole tree."""
+    and passed line by line to `on_line`. The child gets its own session so a
+    timeout or Ctrl-C kills the whole tree, and runs under guard.py so that
+    tree also dies when publisher is killed."""
     argv = tuple(str(a) for a in argv)
     if _cancelled.is_set():
         return RunResult(argv, -9, "cancelled before start\n")
@@ -85,7 +114,7 @@ def run(
             log_fh.write(f"$ {format_command(argv)}\n")
             log_fh.flush()
         proc = subprocess.Popen(
-            argv,
+            _guarded(argv, full_env),
             cwd=str(cwd) if cwd else None,
             env=full_env,
             stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
@@ -94,6 +123,7 @@ def run(
             text=True,
             errors="replace",
             start_new_session=True,
+            pass_fds=tuple(_inherited),
         )
         with _live_lock:
             _live.add(proc)

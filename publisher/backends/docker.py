@@ -127,8 +127,12 @@ class DockerBackend:
             argv += ["--matrix", "/etc/publisher/matrix.yaml"]
         # --strict stays outside: the outer driver checks the ABI of what comes out.
         argv += [flag for flag, on in (("--force", request.options.force), ("--debug", request.options.debug)) if on]
+        inner_log = inner_out / ".publisher" / "logs" / f"{variant}.log"
+        # the output folder lives in a cache volume: a cached inner build writes no log, so
+        # an earlier build's log must not be there to be taken for this one
+        container.exec_run(["rm", "-f", str(inner_log)])
         result = run(argv, log=request.log, on_line=on_line)
-        self._append_inner_log(container, inner_out, variant, request.log)
+        self._append_inner_log(container, inner_log, request.log)
         entry = self._inner_report(container, inner_out).get(variant) or {}
         if entry.get("state") == "unavailable":
             raise ToolchainUnavailable(entry.get("reason") or "toolchain unavailable inside the container")
@@ -265,10 +269,10 @@ class DockerBackend:
         except Exception:  # no report: the inner build did not get that far; its output says why
             return {}
 
-    def _append_inner_log(self, container, inner_out: PurePosixPath, variant: str, log: Path) -> None:
+    def _append_inner_log(self, container, inner_log: PurePosixPath, log: Path) -> None:
         """The inner build's full log (toolchain, compiler commands) goes into ours."""
         try:
-            text = _read_file(container, inner_out / ".publisher" / "logs" / f"{variant}.log").decode(errors="replace")
+            text = _read_file(container, inner_log).decode(errors="replace")
         except Exception:
             return
         with open(log, "a", encoding="utf-8") as fh:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from publisher import state
+from publisher import runner, state
 from publisher.errors import UsageError
 
 _AT_FDCWD = -100
@@ -37,11 +37,13 @@ def build_lock(build_dir: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise UsageError(
-                f"another `publisher build` is using {build_dir}", "wait for it to finish, or pass a different --out"
+                f"another `publisher build` is using {build_dir}",
+                "wait for it to finish (a killed build's compilers stop within seconds), or pass a different --out"
             ) from None
         try:
             shutil.rmtree(state.staging_dir(build_dir), ignore_errors=True)
-            yield
+            with runner.inherited(fh.fileno()):  # compilers left by a killed build keep the folder locked
+                yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 

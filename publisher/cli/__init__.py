@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util  # not imported by `import importlib`; an editable install happened to hide that
+import signal
 import sys
+import threading
 from typing import NoReturn
 
 import click
@@ -51,6 +53,9 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     as_json = wants_json(args)
+    if threading.current_thread() is threading.main_thread():
+        # a launcher may start us with SIGINT ignored (`cmd &` in a script): Ctrl-C must still stop us
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         rc = cli.main(args=args, prog_name="publisher", standalone_mode=False)
     except PublisherError as err:

@@ -107,6 +107,7 @@ def _untested_reason(name: str, test: dict | None) -> str | None:
     if status == "untested":
         return f"{name}: no test ran ({test.get('reason') or 'all skipped'}); a variant nothing exercised is not tested"
     counts = test.get("tests") or {}
-    detail = f" ({counts.get('failed', '?')} failed)" if status == "failed" else ""
+    failed = counts.get("failed")
+    detail = f" ({failed} failed)" if status == "failed" and failed else ""
     reason = test.get("reason") or ""
     return f"{name}: tests {status}{detail}" + (f": {reason}" if reason else "")

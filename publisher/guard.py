@@ -1,0 +1,124 @@
+"""Runs one command for publisher and takes its whole process tree down when
+publisher dies, however it dies (SIGKILL included), on Linux.
+
+    python guard.py PUBLISHER_PID COMMAND [ARG...]
+
+The guard asks the kernel for SIGTERM when its parent dies (PR_SET_PDEATHSIG)
+and adopts every orphaned descendant (PR_SET_CHILD_SUBREAPER), so on SIGTERM,
+SIGINT or SIGHUP it can kill the command and everything the command started,
+even processes in process groups or sessions of their own (ninja gives each
+compiler its own). It then exits as the command would have; otherwise it
+waits for the command and its orphans and exits with the command's status.
+
+It is a standalone script run with `python -I` (no publisher import, fast);
+on systems without prctl it simply runs the command.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+_STOP = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root` (Linux /proc), found through parent ids."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _kill_tree() -> None:
+    # twice: a process can fork between the scan and the kill
+    for _ in range(2):
+        for pid in _descendants(os.getpid()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _stop(signum: int, frame: object) -> None:
+    _kill_tree()
+    _reap_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _reap_all() -> None:
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+
+
+def main(argv: list[str]) -> int:
+    parent, command = int(argv[1]), argv[2:]
+    guarded = _prctl(PR_SET_CHILD_SUBREAPER, 1) and _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    for signum in _STOP:
+        signal.signal(signum, _stop)
+    if guarded and os.getppid() != parent:  # publisher died before the death signal was armed
+        return 128 + signal.SIGTERM
+    # handled signals reset to default in the command; an ignored SIGINT (a `cmd &` launch) does not
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execvp(command[0], command)
+        except OSError as err:
+            os.write(2, f"{command[0]}: {err.strerror}\n".encode(errors="replace"))
+            os._exit(127)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    _kill_tree()  # what the command left behind (daemons, stray compilers) goes with it
+    _reap_all()
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        for handled in _STOP:
+            signal.signal(handled, signal.SIG_DFL)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)  # die the same way, so publisher sees the signal
+        return 128 + signum
+    return os.WEXITSTATUS(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
