@@ -277,7 +277,8 @@ def _short(err: BaseException) -> str:
     server = getattr(err, "server_message", None)
     if server and server.strip() and server.strip() not in text:
         text = f"{text} {server.strip()}" if text else server.strip()
-    text = text.rstrip(":").strip()
+    if text.endswith(":"):  # an introduction with nothing after it
+        text = f"{text[:-1]} (the server gave no reason)"
     if not text:
         status = _status(err)
         text = type(err).__name__ + (f" (HTTP {status})" if status else "")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from publisher.findings import Finding
 from publisher.project.codes import finding
@@ -170,6 +170,22 @@ def check_table(data: Mapping, fields: Mapping[str, Key], prefix: str, where: st
 
 
 TOP_LEVEL = ("general", *FRAMEWORKS, "kernel")  # every edition's top-level tables
+
+
+def fields(edition: int = 5, kernel_name: str = "k") -> Iterator[tuple[str, Key]]:
+    """(dotted path, key) of every key a file of `edition` may hold; kernel keys
+    under `kernel.<kernel_name>`, those of every kernel backend."""
+    def walk(prefix: str, table: Mapping[str, Key]) -> Iterator[tuple[str, Key]]:
+        for name, key in table.items():
+            yield f"{prefix}{name}", key
+            if key.kind == "table" and key.table:
+                yield from walk(f"{prefix}{name}.", key.table)
+
+    yield from walk("general.", _general(edition))
+    for name, table in _frameworks(edition).items():
+        yield from walk(f"{name}.", table.table or {})
+    kernel = {k: v for backend in KERNEL_FIELDS.values() for k, v in backend.items()}
+    yield from walk(f"kernel.{kernel_name}.", kernel)
 
 
 def unknown_top_level(data: Mapping) -> list[Finding]:
