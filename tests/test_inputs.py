@@ -375,3 +375,16 @@ def test_a_bad_request_without_a_reason_says_so(hub_env):
     with pytest.raises(PublisherError) as raised:
         client.branches(repo)
     assert not raised.value.message.rstrip().endswith(":") and "Bad request" in raised.value.message
+
+
+def test_a_crashed_test_run_is_not_called_zero_failures(tmp_path):
+    project = _copy(SOFTCAP, tmp_path)
+    # the crash comes while the tests are collected: no test ran, none failed
+    (project / "tests" / "test_softcap.py").write_text("import os, signal\n\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    variant = "torch-cpu"
+    assert run(["build", str(project), "--local", "--variant", variant, "--json"])[0] == EXIT_OK
+    code, stdout, stderr = run(["test", str(project), "--variant", variant, "--all-tests", "--json"])
+    assert code == EXIT_FAILED, stderr
+    code, stdout, stderr = run(["push", "org/name", str(project), "--variant", variant])
+    assert code == EXIT_FAILED and "crashed (SIGSEGV)" in stderr, stderr
+    assert "(0 failed)" not in stderr
