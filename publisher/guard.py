@@ -10,7 +10,7 @@ even processes in process groups or sessions of their own (ninja gives each
 compiler its own). It then exits as the command would have; otherwise it
 waits for the command and its orphans and exits with the command's status.
 
-It is a standalone script run with `python -I` (no publisher import, fast);
+It is a standalone script run with `python -I -S` (no site, no publisher import: fast);
 on systems without prctl it simply runs the command.
 """
 
@@ -59,9 +59,20 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
+def _has_children() -> bool:
+    """As subreaper we inherit every orphan, so no child means no descendant at all."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+        return True
+    except ChildProcessError:
+        return False
+
+
 def _kill_tree() -> None:
     # twice: a process can fork between the scan and the kill
     for _ in range(2):
+        if not _has_children():
+            return
         for pid in _descendants(os.getpid()):
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -82,7 +82,7 @@ def _guarded(argv: tuple[str, ...], env: Mapping[str, str]) -> list[str]:
     if os.sep not in argv[0] and shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None:
         # as Popen itself would: callers tell a missing program from a failing one
         raise FileNotFoundError(errno.ENOENT, f"No such file or directory: {argv[0]!r}", argv[0])
-    return [sys.executable, "-I", str(GUARD), str(os.getpid()), *argv]
+    return [sys.executable, "-I", "-S", str(GUARD), str(os.getpid()), *argv]
 
 
 def format_command(argv: Sequence[str]) -> str:
