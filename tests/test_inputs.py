@@ -72,6 +72,7 @@ def commands(project: Path, scratch: Path) -> list[list[str]]:
         ["build", str(project), "--local", "--json", "--out", str(scratch / "out")],
         ["test", str(project), "--json", "--build-dir", str(scratch / "no-build")],
         ["push", "org/name", str(project), "--dry-run", "--json", "--allow-untested"],
+        ["push", "org/name", str(project), "--dry-run", "--json"],  # refused: untested variants
         ["migrate", str(project), "--diff"],
     ]
 

@@ -13,7 +13,7 @@ from typing import NoReturn
 import click
 
 from publisher import __version__
-from publisher.cli.common import echo_error_json, wants_json
+from publisher.cli.common import echo_error_json, start_command, wants_json
 from publisher.errors import EXIT_BUG, EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, PublisherError
 from publisher.secrets import redact
 
@@ -53,6 +53,7 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     as_json = wants_json(args)
+    start_command()
     if threading.current_thread() is threading.main_thread():
         # a launcher may start us with SIGINT ignored (`cmd &` in a script): Ctrl-C must still stop us
         signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -18,8 +18,16 @@ format_option = click.option(
 json_flag = click.option("--json", "as_json", is_flag=True, help="Print a JSON report instead of a table.")
 
 
+_printed: list[bool] = [False]  # whether this command has printed its JSON document
+
+
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+    _printed[0] = True
+
+
+def start_command() -> None:
+    _printed[0] = False
 
 
 def wants_json(argv: Sequence[str]) -> bool:
@@ -35,4 +43,5 @@ def wants_json(argv: Sequence[str]) -> bool:
 def echo_error_json(message: str, hint: str | None, exit_code: int) -> None:
     """The JSON answer of a command that stopped with an error: scripts reading
     stdout always get a document, with the same text stderr shows."""
-    echo_json({"ok": False, "error": {"message": message, "hint": hint, "exit_code": exit_code}})
+    if not _printed[0]:  # a report already printed (push --dry-run, then refused) says it: stdout stays one document
+        echo_json({"ok": False, "error": {"message": message, "hint": hint, "exit_code": exit_code}})
