@@ -85,7 +85,8 @@ def _from_v1_v2(doc: MutableMapping, general: MutableMapping, new_table) -> list
         if universal:
             derived = list(UNIVERSAL_BACKENDS)
         else:
-            found = {k.get("backend") for k in kernels.values() if isinstance(k, MutableMapping)}
+            found = {k.get("backend") for k in kernels.values()
+                     if isinstance(k, MutableMapping) and isinstance(k.get("backend"), str)}
             derived = [b for b in _BACKEND_ORDER if b in found]
         if not derived:
             raise MigrationRefused("cannot derive general.backends: the file has no kernels and is not `universal`",
