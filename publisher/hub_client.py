@@ -264,7 +264,7 @@ class HubClient:
 def _server_message(err: BaseException) -> str:
     response = getattr(err, "response", None)
     message = response.headers.get("X-Error-Message") if response is not None else None
-    return secrets.redact(message or _short(err))
+    return secrets.redact(message or getattr(err, "server_message", None) or "the server gave no reason")
 
 
 def _short(err: BaseException) -> str:
@@ -277,8 +277,8 @@ def _short(err: BaseException) -> str:
     server = getattr(err, "server_message", None)
     if server and server.strip() and server.strip() not in text:
         text = f"{text} {server.strip()}" if text else server.strip()
-    if text.endswith(":"):  # an introduction with nothing after it
-        text = f"{text[:-1]} (the server gave no reason)"
+    # huggingface_hub writes a missing server message as "None." or leaves "Bad request:" bare
+    text = re.sub(r"(:\s*None\.?|:)$", " (the server gave no reason)", text)
     if not text:
         status = _status(err)
         text = type(err).__name__ + (f" (HTTP {status})" if status else "")

@@ -366,16 +366,21 @@ def test_a_missing_repository_is_not_blamed_on_the_token(hub_env):
     assert "token" not in raised.value.hint.lower() and "deleted or renamed" in raised.value.hint
 
 
-def test_a_bad_request_without_a_reason_says_so(hub_env):
-    from publisher.hub_client import HubClient, RetryPolicy
+@pytest.mark.parametrize("status", [400, 403, 404, 500])
+def test_hub_errors_without_a_server_message_say_so(status):
+    """The Hub does not always explain itself; the message must not end in "None." or a bare "Bad request:"."""
+    import httpx2
+    from huggingface_hub.utils import hf_raise_for_status
 
-    repo = f"org/bad-{uuid.uuid4().hex[:8]}"
-    client = HubClient(retry=RetryPolicy(attempts=1))
-    client.ensure_repo(repo, private=False)
-    hub_env.fault("refs", status=400)
-    with pytest.raises(PublisherError) as raised:
-        client.branches(repo)
-    assert not raised.value.message.rstrip().endswith(":") and "Bad request" in raised.value.message
+    from publisher.hub_client import HubClient
+
+    response = httpx2.Response(status, request=httpx2.Request("GET", "http://127.0.0.1:9/api/kernels/org/name/refs"))
+    with pytest.raises(Exception) as raised:
+        hf_raise_for_status(response)
+    translated = HubClient(endpoint="http://127.0.0.1:9", token="hf_" + "x" * 34).translate("list refs", raised.value)
+    text = translated.message if isinstance(translated, PublisherError) else str(translated)
+    assert not text.rstrip().endswith(("None.", "None", ":")), text
+    assert "None." not in text, text
 
 
 def test_a_crashed_test_run_is_not_called_zero_failures(tmp_path):
