@@ -53,8 +53,10 @@ def _publisher(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess
                           timeout=timeout, env=env)
 
 
-def _our_containers() -> list[str]:
-    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}=builder"],
+def _our_containers(project: Path) -> list[str]:
+    """Builder containers of `project`: other builds may share the engine (another checkout's tests)."""
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}=builder",
+                          "--filter", f"label={LABEL}.project={project.resolve()}"],
                          capture_output=True, text=True, check=True)
     return out.stdout.split()
 
@@ -83,7 +85,7 @@ def test_rmsnorm_cpu_builds_in_a_container_loads_and_a_second_build_reuses_the_c
     assert entry["abi"]["ok"], entry["abi"]
     variant = tmp_path / "first" / LOCAL_VARIANT
     assert all(p.stat().st_uid == os.getuid() for p in variant.iterdir())
-    assert _our_containers() == []
+    assert _our_containers(RMSNORM) == []
 
     # The real client loads it, and the op computes RMSNorm (fp64 reference).
     check = (
@@ -107,7 +109,7 @@ def test_rmsnorm_cpu_builds_in_a_container_loads_and_a_second_build_reuses_the_c
     # no compiler ran, and the first build's log (which has the compiler lines) is not passed off as this one's
     assert "g++" not in log and "--- build log inside the container ---" not in log
     assert (tmp_path / "second" / LOCAL_VARIANT / "metadata.json").read_bytes() == (variant / "metadata.json").read_bytes()
-    assert _our_containers() == []
+    assert _our_containers(RMSNORM) == []
 
 
 @pytest.mark.docker
@@ -124,7 +126,7 @@ def test_a_failing_build_reports_the_compiler_error_and_leaves_no_container(tmp_
         assert entry["state"] == "failed" and "scale.cpp" in entry["error"] and "error" in entry["error"]
         assert "this is not C++" in Path(entry["log"]).read_text()  # the compiler output, from inside
         assert not (project / "build" / LOCAL_VARIANT).exists()
-        assert _our_containers() == []
+        assert _our_containers(project) == []
     finally:
         _drop_work_volumes(project)
 
@@ -140,14 +142,14 @@ def test_ctrl_c_stops_the_build_and_removes_the_container(tmp_path):
                             text=True)
     try:
         deadline = time.monotonic() + 900
-        while not _our_containers():
+        while not _our_containers(project):
             assert proc.poll() is None, proc.stdout.read()
             assert time.monotonic() < deadline, "no build container started"
             time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 130, out
-        assert _our_containers() == []
+        assert _our_containers(project) == []
         assert not (project / "build" / LOCAL_VARIANT).exists()
     finally:
         if proc.poll() is None:
@@ -182,7 +184,7 @@ def test_outputs_belong_to_the_requested_user_not_the_container(tmp_path):
     files = list(stage.rglob("*"))
     assert {p.name for p in files} >= {"metadata.json", "_ops.py", "__init__.py"}
     assert {(p.stat().st_uid, p.stat().st_gid) for p in files} == {(1234, 1234)}
-    assert _our_containers() == []
+    assert _our_containers(project_dir) == []
 
 
 def test_no_engine_says_what_to_start_and_names_docker_host(tmp_path):

@@ -250,7 +250,8 @@ class DockerBackend:
             }
             container = self._client.containers.run(
                 image, ["sleep", "infinity"], detach=True, init=True, volumes=volumes, environment=environment,
-                labels={LABEL: "builder", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()},
+                labels={LABEL: "builder", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname(),
+                        f"{LABEL}.project": str(root)},
                 name=f"publisher-{os.getpid()}-{uuid.uuid4().hex[:6]}-{key}",
             )
             _note(request.log, on_line, f"started container {container.name} ({image}) for toolchain {key}")
