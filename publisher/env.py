@@ -55,7 +55,8 @@ def hub_endpoint(explicit: str | None) -> str:
 
 
 def hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").upper() in _TRUE
+    """HF_HUB_OFFLINE, read as huggingface_hub reads it (TRANSFORMERS_OFFLINE when it is unset)."""
+    return (os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "").upper() in _TRUE
 
 
 def _number(name: str, default: float, low: float, high: float, whole: bool) -> float:
