@@ -21,6 +21,7 @@ import os
 import resource
 import signal
 import sys
+import time
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -59,42 +60,27 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _has_children() -> bool:
-    """As subreaper we inherit every orphan, so no child means no descendant at all."""
-    try:
-        os.waitpid(-1, os.WNOHANG)
-        return True
-    except ChildProcessError:
-        return False
-
-
-def _kill_tree() -> None:
-    # twice: a process can fork between the scan and the kill
-    for _ in range(2):
-        if not _has_children():
+def _end_tree() -> None:
+    """Kill every descendant and reap them, until none is left: a process can
+    fork between a scan and its kill, and its orphan then comes to us."""
+    while True:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:  # no child left, so no descendant (orphans come to us, the subreaper)
             return
         for pid in _descendants(os.getpid()):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        time.sleep(0.01)
 
 
 def _stop(signum: int, frame: object) -> None:
-    _kill_tree()
-    _reap_all()
+    _end_tree()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
-
-
-def _reap_all() -> None:
-    while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
-        except InterruptedError:
-            continue
 
 
 def main(argv: list[str]) -> int:
@@ -118,8 +104,7 @@ def main(argv: list[str]) -> int:
             break
         except InterruptedError:
             continue
-    _kill_tree()  # what the command left behind (daemons, stray compilers) goes with it
-    _reap_all()
+    _end_tree()  # what the command left behind (daemons, stray compilers) goes with it
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -26,10 +26,15 @@ def _alive(token: str) -> list[str]:
     return [line for line in found if "pgrep" not in line]
 
 
+def _sleepers(token: str) -> list[str]:
+    return [line for line in _alive(token) if line.split(None, 1)[1].startswith("sleep ")]
+
+
 def _start_holder(tmp_path: Path, token: str) -> subprocess.Popen:
     """A process that takes the build lock and runs, through runner.run, a shell that
-    starts a sleeper in a session of its own which ignores SIGTERM, SIGINT and SIGHUP
-    (like a compiler ninja started), then waits."""
+    starts two sleepers: one in a session of its own that ignores SIGTERM, SIGINT and
+    SIGHUP (like a compiler ninja started), one plain; then waits. `token` is a
+    number: each sleeper sleeps 600.<token> seconds, so its command line names it."""
     script = textwrap.dedent(f"""
         import sys
         from pathlib import Path
@@ -37,20 +42,20 @@ def _start_holder(tmp_path: Path, token: str) -> subprocess.Popen:
         from publisher.build.stage import build_lock
         with build_lock(Path({str(tmp_path / 'build')!r})):
             print("locked", flush=True)
-            runner.run(["sh", "-c", "setsid sh -c 'trap \\"\\" TERM INT HUP; sleep 600 # {token}-a' & "
-                        "sleep 600 # {token}-b & wait"])
+            runner.run(["sh", "-c", "setsid sh -c 'trap \"\" TERM INT HUP; sleep 600.{token}; :' & "
+                        "sleep 600.{token} & wait"])
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "locked"
-    deadline = time.monotonic() + 30
-    while len(_alive(token)) < 2 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 60
+    while len(_sleepers(token)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(_alive(token)) >= 2, "the test's sleepers did not start"
+    assert len(_sleepers(token)) == 2, "the test's sleepers did not start"
     return proc
 
 
 def test_children_die_with_publisher_when_it_is_killed(tmp_path):
-    token = f"pub-test-{uuid.uuid4().hex}"
+    token = str(uuid.uuid4().int % 10**12)
     holder = _start_holder(tmp_path, token)
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=30)
@@ -61,7 +66,7 @@ def test_children_die_with_publisher_when_it_is_killed(tmp_path):
 
 
 def test_a_rerun_does_not_take_the_lock_while_a_killed_builds_processes_run(tmp_path):
-    token = f"pub-test-{uuid.uuid4().hex}"
+    token = str(uuid.uuid4().int % 10**12)
     holder = _start_holder(tmp_path, token)
     lock_file = state.state_dir(tmp_path / "build") / "build.lock"
     holder.send_signal(signal.SIGKILL)
