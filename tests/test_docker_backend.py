@@ -173,7 +173,7 @@ def test_outputs_belong_to_the_requested_user_not_the_container(tmp_path):
     planned = select(make_plan(project, load_matrix(LOCAL_MATRIX)), [LOCAL_VARIANT])[0]
     stage = tmp_path / "stage"
     stage.mkdir()
-    backend = DockerBackend(base_image=BASE_IMAGE, owner=(1234, 1234))
+    backend = DockerBackend(base_image=BASE_IMAGE, owner=(1234, 1234), matrix_file=LOCAL_MATRIX)
     try:
         backend.check_environment()
         backend.build(BuildRequest(project, planned, stage, tmp_path / "log", tmp_path / "work", BuildOptions(cores=2)),
