@@ -96,7 +96,8 @@ def command(ctx: click.Context, path: Path, repo: str, local: bool, include, ski
         if not allow_untested:
             raise ProjectError(
                 f"release stopped before the push: {len(untested)} variant(s) ran no test on their hardware:\n{listing(untested)}",
-                "test on the right hardware (scripts/gpu_test.sh), or make the tests run; --allow-untested overrides",
+                "test on the right hardware (scripts/gpu_test.sh), or make the tests run; --allow-untested-variant GLOB "
+                "admits matching 'loaded-not-run' variants (no runner can test them), --allow-untested all",
             )
         click.secho(
             f"WARNING: --allow-untested: publishing {len(untested)} variant(s) that ran no test on their hardware:\n{listing(untested)}",
