@@ -5,9 +5,9 @@ Codes (stable; shown with every refusal and warning):
 PP101 no valid metadata.json · PP102 files changed after the build ·
 PP103 ABI check failed · PP104 not tested on its hardware, or no test ran
 (--allow-untested publishes it; --allow-untested-variant GLOB only a matching
-variant whose import was checked: "loaded, not run") · PP105 built from a dirty
-tree (warning) · PP106 tests failed or crashed (never published) · PP201 required variants
-missing (push/coverage.py; --partial publishes anyway).
+variant whose import was checked: "loaded, not run") · PP105 built from a
+dirty tree (warning) · PP106 tests failed or crashed (never published) ·
+PP201 required variants missing (push/coverage.py; --partial publishes anyway).
 
 A report entry (build-report.json, test-report.json) speaks for a variant only
 while its fingerprint equals the variant's current one (state.variant_fingerprint).
@@ -81,14 +81,15 @@ def judge(build_dir: Path, name: str, allow_untested: bool, load_only: tuple[str
         findings.append(_finding("PP106", Severity.ERROR, variant_dir, untested or name,
                                  f"fix the kernel and run `publisher test` again (log: {test.get('log') or '?'})"))
     elif untested:
-        matched = any(fnmatch.fnmatchcase(name, g) for g in load_only)
-        load_checked = admitted_load_only(name, (test or {}).get("status"), load_only)
-        if allow_untested or load_checked:
-            hint = "published because of --allow-untested" + ("-variant" if load_checked and not allow_untested else "")
-            findings.append(_finding("PP104", Severity.WARNING, variant_dir, untested, hint))
+        if allow_untested:
+            findings.append(_finding("PP104", Severity.WARNING, variant_dir, untested,
+                                     "published because of --allow-untested"))
+        elif admitted_load_only(name, (test or {}).get("status"), load_only):
+            findings.append(_finding("PP104", Severity.WARNING, variant_dir, untested,
+                                     "published because of --allow-untested-variant: no runner can test it"))
         else:
             hint = (f"--allow-untested-variant admits {name} only after `publisher test --allow-load-only` checked its "
-                    "import (status 'loaded-not-run')" if matched else
+                    "import (status 'loaded-not-run')" if _matches(name, load_only) else
                     f"run `publisher test` on hardware for {name}, or pass --allow-untested to publish it anyway")
             findings.append(_finding("PP104", Severity.ERROR, variant_dir, untested, hint))
 
@@ -104,7 +105,11 @@ def judge(build_dir: Path, name: str, allow_untested: bool, load_only: tuple[str
 def admitted_load_only(name: str, status: str | None, load_only: tuple[str, ...]) -> bool:
     """--allow-untested-variant: the variant matches a glob and its import was checked
     (never a failed, crashed or never-tested one)."""
-    return status == LOAD_CHECKED and any(fnmatch.fnmatchcase(name, g) for g in load_only)
+    return status == LOAD_CHECKED and _matches(name, load_only)
+
+
+def _matches(name: str, globs: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, g) for g in globs)
 
 
 def _entry(report_path: Path, name: str, fingerprint: str) -> dict | None:
