@@ -15,12 +15,20 @@ from publisher.plan import PlannedVariant
 RUNNERS = Path(__file__).parent / "resources" / "runners.yaml"
 # What a job with no runner runs on: it only reports why it cannot build.
 FALLBACK_RUNNER = "ubuntu-latest"
+HERE, GPU_RUNNER, NONE = "here", "gpu-runner", "none"
+WHERE = (HERE, GPU_RUNNER, NONE)
+_HINT = ("each build.<platform> needs `runs-on` and `backend`; test.<backend>.<platform> is "
+         f"{', '.join(WHERE)}")
 
 
 @dataclass(frozen=True)
 class RunnerTable:
     build: Mapping[str, tuple[str, str]]  # platform -> (runs-on, backend)
-    gpu_test: Mapping[str, tuple[str, ...]]  # backend -> platforms tested on the GPU runner
+    test: Mapping[str, Mapping[str, str]]  # backend -> platform -> here | gpu-runner | none
+
+    def where_tested(self, backend: str, platform: str) -> str:
+        """Unlisted cells are tested on their build runner (and fail there without the hardware)."""
+        return self.test.get(backend, {}).get(platform, HERE)
 
 
 @dataclass(frozen=True)
@@ -33,14 +41,18 @@ class RunnerJob:
     required: bool
     runner: str  # runs-on of the build job
     build_backend: str  # publisher build --backend
-    gpu_test: bool  # tested on the self-hosted GPU runner, not on `runner`
+    test: str  # where its tests run: here | gpu-runner | none (load check only)
     unavailable: str  # why no runner can build it; empty when one can
+
+    @property
+    def gpu_test(self) -> bool:
+        return self.test == GPU_RUNNER
 
     def row(self) -> dict:
         return {
             "variant": self.variant, "backend": self.backend, "platform": self.platform,
             "required": self.required, "runner": self.runner, "build_backend": self.build_backend,
-            "gpu_test": self.gpu_test, "unavailable": self.unavailable,
+            "gpu_test": self.gpu_test, "test": self.test, "unavailable": self.unavailable,
         }
 
 
@@ -48,11 +60,14 @@ def load_runners(path: Path = RUNNERS) -> RunnerTable:
     try:
         data = yaml.safe_load(Path(path).read_text())
         build = {platform: (str(entry["runs-on"]), str(entry["backend"])) for platform, entry in data["build"].items()}
-        gpu_test = {backend: tuple(platforms) for backend, platforms in (data.get("gpu-test") or {}).items()}
+        test = {str(backend): {str(platform): str(where) for platform, where in platforms.items()}
+                for backend, platforms in (data.get("test") or {}).items()}
     except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as err:
-        raise UsageError(f"{path}: not a runner table ({err})",
-                         "each build.<platform> needs `runs-on` and `backend`; gpu-test maps a backend to platforms") from None
-    return RunnerTable(build, gpu_test)
+        raise UsageError(f"{path}: not a runner table ({err})", _HINT) from None
+    wrong = [f"test.{b}.{p}: {w!r}" for b, platforms in test.items() for p, w in platforms.items() if w not in WHERE]
+    if wrong:
+        raise UsageError(f"{path}: {'; '.join(wrong)} is not one of {', '.join(WHERE)}", _HINT)
+    return RunnerTable(build, test)
 
 
 def assign(planned: PlannedVariant, table: RunnerTable) -> RunnerJob:
@@ -63,5 +78,5 @@ def assign(planned: PlannedVariant, table: RunnerTable) -> RunnerJob:
     return RunnerJob(
         variant=planned.name, backend=planned.backend, platform=platform, required=planned.required,
         runner=runner, build_backend=build_backend,
-        gpu_test=platform in table.gpu_test.get(planned.backend, ()), unavailable=unavailable,
+        test=table.where_tested(planned.backend, platform), unavailable=unavailable,
     )

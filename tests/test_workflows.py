@@ -34,6 +34,8 @@ SHELL_ARRAYS = {
     "matrix_args": "--matrix matrix.yaml --variant 'torch*'",
     "repo_args": "kernels-publisher/rmsnorm",
     "args": "--matrix matrix.yaml --variant torch-cuda",
+    "test_args": "--matrix matrix.yaml --allow-load-only",
+    "push_args": "--matrix matrix.yaml --allow-untested-variant torch215-cxx11-cu130-aarch64-linux",
 }
 
 LINT_JS = """
@@ -172,8 +174,10 @@ def test_matrix_github_gives_every_required_variant_a_native_runner():
     for job in jobs:
         assert (job["runner"], job["build_backend"]) == EXPECTED_RUNNERS[job["platform"]], job
         assert job["unavailable"] == ""
-        # CUDA x86_64 variants wait for the self-hosted GPU runner; the rest are tested where built.
-        assert job["gpu_test"] == (job["backend"] == "cuda" and job["platform"] == "x86_64-linux"), job
+        # CUDA x86_64 variants wait for the self-hosted GPU runner; no runner has a GPU for aarch64 CUDA
+        # ones (load check only); CPU variants are tested where built.
+        expected = {"cpu": "here"}.get(job["backend"]) or ("gpu-runner" if job["platform"] == "x86_64-linux" else "none")
+        assert job["test"] == expected and job["gpu_test"] == (expected == "gpu-runner"), job
 
 
 def test_matrix_github_keeps_a_variant_no_runner_can_build_and_says_why(tmp_path):
@@ -232,6 +236,13 @@ def test_release_pipeline_builds_natively_signs_tests_and_pushes_only_after_ever
     assert gpu["needs"] == ["plan", "build"] and "inputs.gpu-runner" in gpu["runs-on"]
     assert "--require-gpu" in " ".join(s.get("run", "") for s in _steps(gpu))
 
+    # Variants runners.yaml tests nowhere get a load check where they were built, and only those.
+    plan_script = jobs["plan"]["steps"][-1]["run"]
+    assert "load-only-variants=$(jq -c '[.[] | select(.test == \"none\") | .variant]'" in plan_script
+    assert build["env"]["TESTED_ON"] == "${{ matrix.test }}"
+    tested = next(s for s in steps if "publisher test" in s.get("run", ""))
+    assert '[ "$TESTED_ON" != none ] || test_args+=(--allow-load-only)' in tested["run"]
+
     push = jobs["push"]
     assert push["needs"] == ["plan", "build", "gpu-test"]
     assert "needs.build.result == 'success'" in push["if"] and "needs.gpu-test.result == 'success'" in push["if"]
@@ -239,3 +250,9 @@ def test_release_pipeline_builds_natively_signs_tests_and_pushes_only_after_ever
     assert text.count("secrets.HF_TOKEN") == 1
     push_step = next(s for s in _steps(push) if "publisher push" in s.get("run", ""))
     assert push_step["env"]["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"
+    # The push judges coverage against the matrix the jobs were built from, and admits exactly the
+    # load-only variants the plan named.
+    assert push_step["env"]["LOAD_ONLY_VARIANTS"] == "${{ needs.plan.outputs.load-only-variants }}"
+    assert 'push_args=(--matrix "$MATRIX_FILE")' in push_step["run"]
+    assert 'push_args+=(--allow-untested-variant "$variant")' in push_step["run"]
+    assert '< <(jq -r \'.[]\' <<<"$LOAD_ONLY_VARIANTS")' in push_step["run"]

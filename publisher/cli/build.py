@@ -13,7 +13,7 @@ from publisher.backends import BACKENDS, get_backend
 from publisher.build.backend import BuildOptions
 from publisher.build.hub_cache import HubCache
 from publisher.build.scheduler import Scheduler, default_budget, failed_in_report
-from publisher.cli.common import echo_json, json_flag
+from publisher.cli.common import echo_json, json_flag, matrix_option
 from publisher.errors import EXIT_FAILED, UsageError
 from publisher.hub_client import is_repo_id
 from publisher.matrix import find_matrix, load_matrix
@@ -39,7 +39,7 @@ from publisher.ui import PlainLines, make_progress, render_summary
 @click.option("--debug", is_flag=True, help="Keep debug info (no optimisation, no stripping).")
 @click.option("--strict", is_flag=True, help="Treat ABI check violations as errors.")
 @json_flag
-@click.option("--matrix", "matrix_file", type=click.Path(path_type=Path), help="Matrix file (default: the project's or publisher's).")
+@matrix_option
 @click.option("--out", type=click.Path(path_type=Path), help="Build folder (default: PATH/build).")
 @click.option("--base-image", help="docker: image the builder is made from (default: $PUBLISHER_DOCKER_BASE_IMAGE, else manylinux_2_28).")
 @click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path),

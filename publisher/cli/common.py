@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Sequence
 
 import click
@@ -14,6 +15,10 @@ format_option = click.option(
     default="human",
     show_default=True,
     help="Output format.",
+)
+matrix_option = click.option(
+    "--matrix", "matrix_file", type=click.Path(path_type=Path),
+    help="Matrix file (default: the project's or publisher's).",
 )
 json_flag = click.option("--json", "as_json", is_flag=True, help="Print a JSON report instead of a table.")
 

@@ -18,7 +18,8 @@ from publisher.runners import assign, load_runners
 @click.option("--explain", is_flag=True, help="Show every matrix cell, in or out, with the rule that decided it.")
 @click.option("--json", "as_json", is_flag=True, help="Print a list GitHub Actions `strategy.matrix` can consume.")
 @click.option("--github", "as_github", is_flag=True,
-              help="Print release.yml's build jobs as JSON: each variant with the runner and backend that build it.")
+              help="Print release.yml's build jobs as JSON: each variant with the runner and backend that build it, "
+                   "and where it is tested (test: here, gpu-runner or none).")
 @click.option("--variant", "include", multiple=True, metavar="GLOB", help="Only variants matching GLOB (repeatable).")
 @click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB (repeatable).")
 @click.option("--required-only", is_flag=True, help="Only cells the matrix marks required.")

@@ -14,7 +14,7 @@ import click
 
 from publisher import state
 from publisher.build.metadata import SIGNATURE
-from publisher.cli.common import echo_json
+from publisher.cli.common import echo_json, matrix_option
 from publisher.errors import PublishedIncomplete, PublisherError, ProjectError, UsageError
 from publisher.findings import Finding
 from publisher.hub_client import HubClient, OfflineError, RetryPolicy, TransientError, is_repo_id
@@ -103,16 +103,20 @@ def _size(n: int) -> str:
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL (default: HF_ENDPOINT, else huggingface.co).")
 @click.option("--allow-untested", is_flag=True,
               help="Publish variants that were not tested on their hardware or ran no test (never ones that failed).")
+@click.option("--allow-untested-variant", "load_only", multiple=True, metavar="GLOB",
+              help="Publish matching variants that no runner can test on their hardware once their import was checked "
+                   "(`publisher test --allow-load-only`: 'loaded, not run'); never failed or crashed ones (repeatable).")
 @click.option("--partial", is_flag=True,
               help="Publish although required variants are missing; the card and the resolution table list them.")
+@matrix_option
 @click.option("--variant", "include", multiple=True, metavar="GLOB", help="Only variants matching GLOB (repeatable).")
 @click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB (repeatable).")
 @click.option("--branch", help="Branch to publish to (default: [general.hub] branch, else v<version>).")
 @click.option("--no-card", is_flag=True, help="Do not update README.md on main.")
 @click.option("--signer-workflow", envvar="GITHUB_WORKFLOW_REF", metavar="OWNER/REPO/.github/workflows/FILE@REF",
               help="The workflow that signed the variants, for the card's verification policy (default: GITHUB_WORKFLOW_REF).")
-def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested, partial, include, skip, branch,
-            no_card, signer_workflow) -> int:
+def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested, load_only, partial, matrix_file,
+            include, skip, branch, no_card, signer_workflow) -> int:
     """Publish the built variants of the project at PATH (default .) to REPO_ID
     (default [general.hub] repo-id) as one verified commit.
 
@@ -141,9 +145,10 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
                          "give the signing workflow as GitHub Actions names it, e.g. "
                          "your-org/your-repo/.github/workflows/release.yml@refs/heads/main") from None
 
+    matrix = load_matrix(find_matrix(project.root, matrix_file))  # a bad --matrix stops before the Hub is asked
     # one variant per thread: hashing releases the GIL, and the gate reads every byte of the build
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as hashing:
-        verdicts = list(hashing.map(lambda name: gate.judge(build_dir, name, allow_untested),
+        verdicts = list(hashing.map(lambda name: gate.judge(build_dir, name, allow_untested, load_only),
                                     _variant_dirs(build_dir, include, skip)))
     findings = [f for v in verdicts for f in v.findings]
     errors = [f for f in findings if f.is_error]
@@ -167,7 +172,6 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
             raise
         unreachable, listed = err.message, None
         plan = plan_without_hub(repo_id, branch, variants, project.root, hashes)
-    matrix = load_matrix(find_matrix(project.root))
     covered = coverage.check(project, matrix, list(variants) + list(plan.kept_variants))
     gap = covered.finding(partial, f"{repo_id}@{branch}")
     if gap is not None:

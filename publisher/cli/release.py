@@ -1,7 +1,8 @@
 """`publisher release PATH --repo ORG/NAME`: check -> build -> test -> push,
 stopping before the build when the selection lacks required variants (unless
 --partial), and before the push when a selected variant failed its tests
-(always) or did not run a test on its hardware (unless --allow-untested).
+(always) or did not run a test on its hardware (unless --allow-untested, or
+--allow-untested-variant for load-checked variants no runner can test).
 Each step is the command of that stage, invoked as is."""
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import click
 from publisher.cli import build as build_cli
 from publisher.cli import check as check_cli
 from publisher.cli import push as push_cli
+from publisher.cli.common import matrix_option
 from publisher.cli.test import echo_run, test_options
 from publisher.errors import ProjectError
 from publisher.matrix import find_matrix, load_matrix
 from publisher.plan import local_plan, make_plan, select
 from publisher.project.load import require_project
-from publisher.push import coverage
+from publisher.push import coverage, gate
 from publisher.smoke.runner import TestOptions
 from publisher.smoke.stage import run_tests
 
@@ -39,17 +41,20 @@ def _step(title: str) -> None:
 @click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB (repeatable).")
 @click.option("--allow-untested", is_flag=True,
               help="Push variants that ran no test on their hardware (never ones that failed; not recommended).")
+@click.option("--allow-untested-variant", "load_only", multiple=True, metavar="GLOB",
+              help="Push matching variants no runner can test on their hardware once their import was checked "
+                   "('loaded, not run'); never failed or crashed ones (repeatable).")
 @click.option("--partial", is_flag=True, help="Release although the selection lacks required variants.")
 @test_options
-@click.option("--matrix", "matrix_file", type=click.Path(path_type=Path), help="Matrix file (default: the project's or publisher's).")
+@matrix_option
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL (default: HF_ENDPOINT, else huggingface.co).")
 @click.option("--private", is_flag=True, help="Create the repo as private (when it does not exist).")
 @click.option("--dry-run", is_flag=True, help="Stop at the push plan; change nothing on the Hub.")
 @click.option("--no-hub-cache", is_flag=True, help="Compile every variant, even one --repo holds with the same inputs.")
 @click.pass_context
-def command(ctx: click.Context, path: Path, repo: str, local: bool, include, skip, allow_untested: bool, partial: bool,
-            repo_id, require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private, dry_run,
-            no_hub_cache) -> int:
+def command(ctx: click.Context, path: Path, repo: str, local: bool, include, skip, allow_untested: bool, load_only,
+            partial: bool, repo_id, require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private,
+            dry_run, no_hub_cache) -> int:
     """Check, build, test and publish the kernel project in PATH."""
     _step("check")
     if ctx.invoke(check_cli.command, path=path, fmt="human", config_only=False, quiet=True, matrix_file=matrix_file):
@@ -85,12 +90,14 @@ def command(ctx: click.Context, path: Path, repo: str, local: bool, include, ski
     if failed:
         raise ProjectError(f"release stopped before the push: {len(failed)} variant(s) failed their tests:\n"
                            f"{listing(failed)}", "fix the kernel and release again (--allow-untested does not override this)")
-    untested = [r for r in run.results if r.status in _UNTESTED]
+    untested = [r for r in run.results if r.status in _UNTESTED
+                and not gate.admitted_load_only(r.variant, r.status, load_only)]
     if untested:
         if not allow_untested:
             raise ProjectError(
                 f"release stopped before the push: {len(untested)} variant(s) ran no test on their hardware:\n{listing(untested)}",
-                "test on the right hardware (scripts/gpu_test.sh), or make the tests run; --allow-untested overrides",
+                "test on the right hardware (scripts/gpu_test.sh), or make the tests run; --allow-untested-variant GLOB "
+                "admits matching 'loaded-not-run' variants (no runner can test them), --allow-untested all",
             )
         click.secho(
             f"WARNING: --allow-untested: publishing {len(untested)} variant(s) that ran no test on their hardware:\n{listing(untested)}",
@@ -99,5 +106,5 @@ def command(ctx: click.Context, path: Path, repo: str, local: bool, include, ski
 
     _step("push")
     return ctx.invoke(push_cli.command, args=(repo, str(path)), private=private, dry_run=dry_run, create_pr=False,
-                      as_json=False, endpoint=endpoint, allow_untested=allow_untested, partial=partial, include=include, skip=skip,
-                      branch=None, no_card=False)
+                      as_json=False, endpoint=endpoint, allow_untested=allow_untested, load_only=load_only, partial=partial,
+                      matrix_file=matrix_file, include=include, skip=skip, branch=None, no_card=False)

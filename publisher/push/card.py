@@ -74,7 +74,9 @@ def describe_test(entry: dict | None) -> str:
                                 f"CUDA {device['cuda']}" if device.get("cuda") else "") if x)
     counts = entry.get("tests") or {}
     status = entry.get("status", "?")
-    label = {"loaded-not-run": "loaded, tests not run", "untested": "no test ran"}.get(status, status)
+    if status == "loaded-not-run":  # no runner has its hardware: only the import and ops were checked
+        return f"built and load-checked, not run on hardware (load check on {where}" + (f", {env})" if env else ")")
+    label = {"untested": "no test ran"}.get(status, status)
     n = f" ({counts.get('passed', 0)} passed)" if status == "passed" else ""
     return f"{label}{n} on {where}" + (f" ({env})" if env else "")
 

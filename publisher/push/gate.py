@@ -4,9 +4,10 @@ variant, the reason and how to override or fix it.
 Codes (stable; shown with every refusal and warning):
 PP101 no valid metadata.json · PP102 files changed after the build ·
 PP103 ABI check failed · PP104 not tested on its hardware, or no test ran
-(--allow-untested publishes it) · PP105 built from a dirty tree (warning) ·
-PP106 tests failed or crashed (never published) · PP201 required variants
-missing (push/coverage.py; --partial publishes anyway).
+(--allow-untested publishes it; --allow-untested-variant GLOB only a matching
+variant whose import was checked: "loaded, not run") · PP105 built from a
+dirty tree (warning) · PP106 tests failed or crashed (never published) ·
+PP201 required variants missing (push/coverage.py; --partial publishes anyway).
 
 A report entry (build-report.json, test-report.json) speaks for a variant only
 while its fingerprint equals the variant's current one (state.variant_fingerprint).
@@ -14,6 +15,7 @@ while its fingerprint equals the variant's current one (state.variant_fingerprin
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,10 @@ from publisher import state
 from publisher.build.metadata import check_variant
 from publisher.findings import Finding, Severity
 from publisher.push import signature
+
+# The test status of a variant whose import and ops were checked but whose tests
+# could not run (no hardware for it where it was tested).
+LOAD_CHECKED = "loaded-not-run"
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,9 @@ def _finding(code: str, severity: Severity, variant_dir: Path, message: str, hin
     return Finding(code, severity, message, file=str(variant_dir), hint=hint)
 
 
-def judge(build_dir: Path, name: str, allow_untested: bool) -> Verdict:
+def judge(build_dir: Path, name: str, allow_untested: bool, load_only: tuple[str, ...] = ()) -> Verdict:
+    """load_only: globs of variants no runner can test on their hardware
+    (--allow-untested-variant); a match is admitted only once its load check passed."""
     variant_dir = Path(build_dir) / name
     check = check_variant(variant_dir)
     rebuild = f"rebuild it: publisher build --variant '{name}'"
@@ -73,10 +81,17 @@ def judge(build_dir: Path, name: str, allow_untested: bool) -> Verdict:
         findings.append(_finding("PP106", Severity.ERROR, variant_dir, untested or name,
                                  f"fix the kernel and run `publisher test` again (log: {test.get('log') or '?'})"))
     elif untested:
-        severity = Severity.WARNING if allow_untested else Severity.ERROR
-        hint = (f"run `publisher test` on hardware for {name}, or pass --allow-untested to publish it anyway"
-                if not allow_untested else "published because of --allow-untested")
-        findings.append(_finding("PP104", severity, variant_dir, untested, hint))
+        if allow_untested:
+            findings.append(_finding("PP104", Severity.WARNING, variant_dir, untested,
+                                     "published because of --allow-untested"))
+        elif admitted_load_only(name, (test or {}).get("status"), load_only):
+            findings.append(_finding("PP104", Severity.WARNING, variant_dir, untested,
+                                     "published because of --allow-untested-variant: no runner can test it"))
+        else:
+            hint = (f"--allow-untested-variant admits {name} only after `publisher test --allow-load-only` checked its "
+                    "import (status 'loaded-not-run')" if _matches(name, load_only) else
+                    f"run `publisher test` on hardware for {name}, or pass --allow-untested to publish it anyway")
+            findings.append(_finding("PP104", Severity.ERROR, variant_dir, untested, hint))
 
     kernel = ((check.metadata.get("provenance") or {}).get("kernel")) or {}
     if kernel.get("dirty"):
@@ -85,6 +100,16 @@ def judge(build_dir: Path, name: str, allow_untested: bool) -> Verdict:
             f"{name}: built from a dirty tree (commit {str(kernel.get('commit', '?'))[:12]} plus uncommitted changes)",
             "commit your changes and rebuild so the release can be traced to a commit"))
     return Verdict(name, check.metadata, tuple(findings), test, check.sha256)
+
+
+def admitted_load_only(name: str, status: str | None, load_only: tuple[str, ...]) -> bool:
+    """--allow-untested-variant: the variant matches a glob and its import was checked
+    (never a failed, crashed or never-tested one)."""
+    return status == LOAD_CHECKED and _matches(name, load_only)
+
+
+def _matches(name: str, globs: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, g) for g in globs)
 
 
 def _entry(report_path: Path, name: str, fingerprint: str) -> dict | None:
