@@ -120,7 +120,9 @@ def _scratch_repository(root: Path, repo_id: str) -> Path:
 
 def _run_act(workflow: str, repo: Path, tmp: Path, inputs: dict[str, str], env: dict[str, str], *extra: str,
              process_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    argv = [str(ACT), "workflow_dispatch", "-W", f".github/workflows/{workflow}", "--no-skip-checkout", "--pull=false"]
+    argv = [str(ACT), "workflow_dispatch", "-W", f".github/workflows/{workflow}", "--no-skip-checkout", "--pull=false",
+            # one job at a time: on a loaded 2-core machine act has been seen to drop a matrix job
+            "--concurrent-jobs", "1"]
     for label in RUNNER_LABELS:
         argv += ["-P", f"{label}=-self-hosted"]
     for action, version in (("checkout", "v4"), ("setup-python", "v5"), ("upload-artifact", "v4"),
