@@ -126,10 +126,13 @@ def test_second_fetch_downloads_nothing_it_already_has(tmp_path, github):
     first = len(github.requests)
     one = _manifest()["files"][0]
     (dest / "build-toml" / one["file"]).unlink()
+    (dest / "build-toml" / "dropped-from-the-manifest.toml").write_text("[general]\n")
     result = _fetch(dest, github.url)
     assert result.returncode == 0, result.stderr
     assert github.requests[first:] == [f"/{one['repo']}/{one['commit']}/{one['path']}"]
     assert "1 downloaded" in result.stdout
+    # A file an older manifest listed is gone: the folder holds what INDEX.md lists, no more.
+    assert not (dest / "build-toml" / "dropped-from-the-manifest.toml").exists()
 
 
 def test_changed_bytes_are_refused_naming_the_file(tmp_path, github):
