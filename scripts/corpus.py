@@ -148,12 +148,23 @@ def load_manifest(path: Path) -> dict:
         raise CorpusError(f"{path} is missing: run `scripts/corpus.py manifest` where the corpus is present") from None
     except json.JSONDecodeError as e:
         raise CorpusError(f"{path}:{e.lineno}: not valid JSON ({e.msg}); regenerate it with `scripts/corpus.py manifest`") from None
-    if manifest.get("schema") != SCHEMA:
-        raise CorpusError(f"{path}: field `schema` is {manifest.get('schema')!r}, this script reads {SCHEMA}")
-    for item in manifest["files"] + manifest["layouts"]:
-        # Names become paths under --dest: nothing may climb out of it.
-        if "/" in item["file"] or item["file"].startswith("."):
-            raise CorpusError(f"{path}: file name {item['file']!r} is not a plain file name")
+    if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
+        found = manifest.get("schema") if isinstance(manifest, dict) else manifest
+        raise CorpusError(f"{path}: field `schema` is {found!r}, this script reads {SCHEMA}")
+    fields = {"files": ("file", "repo", "commit", "path", "sha256", "index"),
+              "layouts": ("file", "repo", "commit", "dir", "sha256")}
+    for section, keys in fields.items():
+        for n, item in enumerate(manifest.get(section) or []):
+            missing = [k for k in keys if not isinstance(item, dict) or not item.get(k)]
+            if missing:
+                raise CorpusError(f"{path}: {section}[{n}] lacks {', '.join(missing)}; "
+                                  "regenerate it with `scripts/corpus.py manifest`")
+            # Names become paths under --dest: nothing may climb out of it.
+            if "/" in item["file"] or item["file"].startswith("."):
+                raise CorpusError(f"{path}: {section}[{n}].file {item['file']!r} is not a plain file name")
+    if not manifest.get("files") or not isinstance(manifest.get("index_header"), list):
+        raise CorpusError(f"{path}: no `files` or `index_header`; regenerate it with `scripts/corpus.py manifest`")
+    manifest.setdefault("layouts", [])
     return manifest
 
 
@@ -194,8 +205,11 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def fetch(manifest: dict, dest: Path, base_url: str, api_url: str) -> list[str]:
     """Each missing or stale file downloaded and verified; returns one error line per failing file."""
-    (dest / "build-toml").mkdir(parents=True, exist_ok=True)
-    (dest / "layouts").mkdir(parents=True, exist_ok=True)
+    try:
+        (dest / "build-toml").mkdir(parents=True, exist_ok=True)
+        (dest / "layouts").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CorpusError(f"--dest {dest}: cannot create its folders ({e.strerror})") from None
     errors, trees = [], {}
     jobs = [("build-toml", f, f"{base_url}/{f['repo']}/{f['commit']}/{f['path']}", None) for f in manifest["files"]]
     jobs += [("layouts", f, f"{api_url}/repos/{f['repo']}/git/trees/{f['commit']}?recursive=1", f["dir"])

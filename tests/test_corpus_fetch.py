@@ -170,3 +170,14 @@ def test_broken_manifest_is_a_clear_error(tmp_path):
                              str(bad)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"{bad}:1: not valid JSON" in result.stderr and "scripts/corpus.py manifest" in result.stderr
+
+
+def test_manifest_entry_without_a_field_is_a_clear_error(tmp_path):
+    manifest = _manifest()
+    del manifest["files"][2]["sha256"]
+    bad = tmp_path / "manifest.json"
+    bad.write_text(json.dumps(manifest))
+    result = subprocess.run([sys.executable, str(SCRIPT), "fetch", "--dest", str(tmp_path / "d"), "--manifest",
+                             str(bad)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "files[2] lacks sha256" in result.stderr
