@@ -34,8 +34,9 @@ SCHEMA = 1
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 # What corpus_index.py reads from INDEX.md: a table row of 16 cells, the first a number.
 INDEX_CELLS = 16
-INDEX_PREAMBLE = ("# build.toml corpus — INDEX (rebuilt by scripts/corpus.py fetch from tests/corpus/manifest.json)\n\n"
-                  "The files under build-toml/ and layouts/ were downloaded at the commits below and match their sha256.\n\n"
+INDEX_PREAMBLE = ("# build.toml corpus — INDEX (rebuilt by scripts/corpus.py fetch from tests/corpus/manifest.json)\n"
+                  "\nThe files under build-toml/ and layouts/ were downloaded at the commits below "
+                  "and match their sha256.\n\n"
                   "## Files\n\n")
 LAYOUTS_PREAMBLE = ("# Real kernel project layouts (paths only; rebuilt by scripts/corpus.py fetch)\n\n"
                     "Each `.txt` lists every file path of one project at its commit, one per line, sorted.\n\n")
@@ -147,7 +148,8 @@ def load_manifest(path: Path) -> dict:
     except FileNotFoundError:
         raise CorpusError(f"{path} is missing: run `scripts/corpus.py manifest` where the corpus is present") from None
     except json.JSONDecodeError as e:
-        raise CorpusError(f"{path}:{e.lineno}: not valid JSON ({e.msg}); regenerate it with `scripts/corpus.py manifest`") from None
+        raise CorpusError(f"{path}:{e.lineno}: not valid JSON ({e.msg}); "
+                          "regenerate it with `scripts/corpus.py manifest`") from None
     if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
         found = manifest.get("schema") if isinstance(manifest, dict) else manifest
         raise CorpusError(f"{path}: field `schema` is {found!r}, this script reads {SCHEMA}")
@@ -232,7 +234,8 @@ def fetch(manifest: dict, dest: Path, base_url: str, api_url: str) -> list[str]:
             continue
         if (digest := sha256(data)) != item["sha256"]:
             errors.append(f"{folder}/{item['file']}: {url} has sha256 {digest}, the manifest expects {item['sha256']} "
-                          f"(the source changed, or the manifest is stale: regenerate it with `scripts/corpus.py manifest`)")
+                          "(the source changed, or the manifest is stale: "
+                          "regenerate it with `scripts/corpus.py manifest`)")
             continue
         _write(target, data)
         fetched += 1
@@ -269,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--dest", type=Path, required=True)
     f.add_argument("--manifest", type=Path, default=MANIFEST)
     f.add_argument("--base-url", default=RAW_URL, help=f"where <repo>/<commit>/<path> is served (default {RAW_URL})")
-    f.add_argument("--api-url", default=API_URL, help=f"GitHub's REST API, for the layouts' tree listings (default {API_URL})")
+    f.add_argument("--api-url", default=API_URL,
+                   help=f"GitHub's REST API, for the layouts' tree listings (default {API_URL})")
     args = parser.parse_args(argv)
     try:
         if args.command == "manifest":

@@ -103,7 +103,8 @@ def test_fetched_corpus_passes_the_corpus_tests(tmp_path, github):
     result = _fetch(dest, github.url)
     assert result.returncode == 0, result.stderr
     manifest = _manifest()
-    for folder, items, source in (("build-toml", manifest["files"], BUILD_TOMLS), ("layouts", manifest["layouts"], LAYOUTS)):
+    for folder, items, source in (("build-toml", manifest["files"], BUILD_TOMLS),
+                                  ("layouts", manifest["layouts"], LAYOUTS)):
         for f in items:
             assert (dest / folder / f["file"]).read_bytes() == (source / f["file"]).read_bytes(), f["file"]
     # Same table rows as the original INDEX.md, and the same manifest back from the fetched folder.
