@@ -256,3 +256,20 @@ def test_release_pipeline_builds_natively_signs_tests_and_pushes_only_after_ever
     assert 'push_args=(--matrix "$MATRIX_FILE")' in push_step["run"]
     assert 'push_args+=(--allow-untested-variant "$variant")' in push_step["run"]
     assert '< <(jq -r \'.[]\' <<<"$LOAD_ONLY_VARIANTS")' in push_step["run"]
+
+
+def test_ci_fetches_the_corpus_before_the_tests_unless_told_to_skip():
+    steps = yaml.safe_load((REPO / ".github" / "workflows" / "ci.yml").read_text())["jobs"]["test"]["steps"]
+    run = [s.get("run", "") for s in steps]
+    fetch = next(i for i, r in enumerate(run) if "scripts/corpus.py fetch" in r)
+    tests = next(i for i, r in enumerate(run) if ".ci/run" in r)
+    assert fetch < tests
+    dest = re.search(r'--dest "([^"]+)"', run[fetch])[1]
+    assert f"PUBLISHER_CORPUS={dest}" in run[fetch] and '>> "$GITHUB_ENV"' in run[fetch]
+    cache = next(s for s in steps[:fetch] if s.get("uses", "").startswith("actions/cache@"))
+    assert dest == "$GITHUB_WORKSPACE/" + cache["with"]["path"]
+    assert "hashFiles('tests/corpus/manifest.json')" in cache["with"]["key"]
+    # Skipping is an explicit input, and a skipped fetch says so in the log.
+    assert cache["if"] == steps[fetch]["if"] == "inputs.corpus != 'skip'"
+    skipped = next(s for s in steps if s.get("if") == "inputs.corpus == 'skip'")
+    assert "::warning::" in skipped["run"] and "skipped" in skipped["run"]
