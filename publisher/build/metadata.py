@@ -60,10 +60,15 @@ def write_metadata(variant_dir: Path, fields: dict) -> dict:
 
 def stamp_inputs(variant_dir: Path, fingerprint: str) -> None:
     """Record the build's inputs fingerprint under `provenance` (the digest
-    leaves metadata.json out, so it stays valid)."""
+    leaves metadata.json out, so it stays valid). A metadata.json without
+    provenance (another builder's, e.g. Nix) is left as it is: `kernels`
+    rejects a provenance that lacks `kernel-builder`, and such a variant is
+    simply never served from the Hub cache."""
     path = Path(variant_dir) / METADATA
     data = json.loads(path.read_text())
-    provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+    provenance = data.get("provenance")
+    if not isinstance(provenance, dict):
+        return
     data["provenance"] = {**provenance, _INPUTS_KEY: fingerprint}
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
