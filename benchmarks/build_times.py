@@ -86,10 +86,10 @@ def main() -> None:
     if not opts.no_cuda:  # toolchain first, so cold build times are compile times
         warm = fresh(base, "warm")
         t0 = time.perf_counter()
-        from publisher.matrix import load_matrix
-        from publisher.plan import make_plan
+        from publisher.plan.matrix import load_matrix
+        from publisher.plan.planner import make_plan
         from publisher.project.load import require_project
-        from publisher.toolchain import ensure_toolchain
+        from publisher.toolchains.provision import ensure_toolchain
 
         project = require_project(warm)
         ensure_toolchain(make_plan(project, load_matrix(GPU_RUNNER_MATRIX)).by_name()[CUDA].toolchain)

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from publisher.hub.server import HubServer, ServerConfig
+from publisher.hub_server.server import HubServer, ServerConfig
 
 TOKEN = "hf_" + "C" * 34
 REPO = "bench-cache/kernel"

@@ -23,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-from publisher.hub.server import HubServer, ServerConfig
+from publisher.hub_server.server import HubServer, ServerConfig
 
 TOKEN = "hf_" + "B" * 34
 

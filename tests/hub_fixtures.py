@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from publisher.hub.server import HubServer, ServerConfig
+from publisher.hub_server.server import HubServer, ServerConfig
 
 __all__ = ["hub", "hub_env", "Hub"]
 

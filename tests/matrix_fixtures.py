@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from publisher.plan import local_cell
-from publisher.variants import Platform, Variant
+from publisher.plan.planner import local_cell
+from publisher.plan.variants import Platform, Variant
 
 __all__ = ["GPU_RUNNER_MATRIX", "local_matrix", "local_variant_name", "write_local_matrix"]
 

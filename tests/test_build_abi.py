@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from publisher.build.abi import check_abi
-from publisher.build.compile import RESOURCES, _SINGLE_THREADED
+from publisher.builder.abi import check_abi
+from publisher.builder.compile import RESOURCES, _SINGLE_THREADED
 
 SOURCE = """
 #include <memory>

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from publisher.build.compile import cuda_include_dirs
+from publisher.builder.compile import cuda_include_dirs
 
 
 def _toolkit(root: Path, *targets: str) -> Path:

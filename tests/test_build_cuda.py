@@ -11,10 +11,10 @@ import pytest
 
 from build_fixtures import publisher, write_tiny_project
 from matrix_fixtures import GPU_RUNNER_MATRIX
-from publisher.matrix import load_matrix
-from publisher.plan import make_plan
+from publisher.plan.matrix import load_matrix
+from publisher.plan.planner import make_plan
 from publisher.project.load import require_project
-from publisher.toolchain import ensure_toolchain
+from publisher.toolchains.provision import ensure_toolchain
 
 pytestmark = pytest.mark.slow
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from publisher.build.flags import defines, gencode_flags, ops_define, stable_abi_define
+from publisher.builder.flags import defines, gencode_flags, ops_define, stable_abi_define
 
 
 def test_gencode_per_capability_with_ptx_and_suffixes():

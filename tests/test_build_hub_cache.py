@@ -14,7 +14,7 @@ from huggingface_hub import CommitOperationAdd, HfApi
 from build_fixtures import write_tiny_project
 from push_fixtures import load_kernel, repo_name, run_publisher, write_scale
 from publisher import state
-from publisher.build.metadata import read_metadata, recorded_inputs
+from publisher.builder.metadata import read_metadata, recorded_inputs
 
 def _api(hub) -> HfApi:
     return HfApi(endpoint=hub.url, token=hub.write_token)

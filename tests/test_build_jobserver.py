@@ -11,7 +11,7 @@ from pathlib import Path
 
 import ninja
 
-from publisher.build.jobserver import JobServer
+from publisher.builder.jobserver import JobServer
 
 NINJA = os.path.join(ninja.BIN_DIR, "ninja")
 

@@ -18,7 +18,7 @@ import torch
 
 from build_fixtures import publisher, write_noarch_project, write_tiny_project
 from publisher import state
-from publisher.build.metadata import check_variant
+from publisher.builder.metadata import check_variant
 
 pytestmark = pytest.mark.slow
 

@@ -12,13 +12,13 @@ import torch
 from build_fixtures import write_tiny_project
 from publisher import state
 from publisher.backends import get_backend
-from publisher.build.backend import BuildOptions
-from publisher.build.scheduler import Scheduler, default_budget
-from publisher.plan import PlannedVariant
+from publisher.builder.backend import BuildOptions
+from publisher.builder.scheduler import Scheduler, default_budget
+from publisher.plan.planner import PlannedVariant
 from publisher.project.load import require_project
-from publisher.toolchain_spec import ToolchainSpec
+from publisher.toolchains.spec import ToolchainSpec
 from publisher.ui import PlainLines
-from publisher.variants import Platform, Variant
+from publisher.plan.variants import Platform, Variant
 
 TORCH = ".".join(torch.__version__.split("+")[0].split(".")[:2])
 

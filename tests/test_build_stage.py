@@ -3,7 +3,7 @@
 import pytest
 
 from publisher import state
-from publisher.build import stage
+from publisher.builder import atomic as stage
 from publisher.errors import UsageError
 
 

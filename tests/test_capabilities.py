@@ -4,7 +4,7 @@ expected tuple below is what that CMake function printed for the same input)."""
 
 import pytest
 
-from publisher.capabilities import (
+from publisher.plan.capabilities import (
     Capability,
     effective_cuda_archs,
     effective_rocm_archs,

@@ -41,7 +41,7 @@ def test_explain_accounts_for_every_cell():
     out = publisher("matrix", str(RMSNORM), "--explain")
     assert out.returncode == 0, out.stderr
     cells = [l for l in out.stdout.splitlines() if l.strip().startswith("torch ")]
-    from publisher.matrix import load_matrix
+    from publisher.plan.matrix import load_matrix
 
     assert len(cells) == len(load_matrix().cells)
     assert any(" out  [backend-not-declared]" in l for l in cells)

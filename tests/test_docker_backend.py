@@ -161,9 +161,9 @@ def test_ctrl_c_stops_the_build_and_removes_the_container(tmp_path):
 @pytest.mark.slow
 @needs_engine
 def test_outputs_belong_to_the_requested_user_not_the_container(tmp_path):
-    from publisher.build.backend import BuildOptions, BuildRequest
-    from publisher.matrix import find_matrix, load_matrix
-    from publisher.plan import make_plan, select
+    from publisher.builder.backend import BuildOptions, BuildRequest
+    from publisher.plan.matrix import find_matrix, load_matrix
+    from publisher.plan.planner import make_plan, select
     from publisher.project.load import require_project
 
     if os.getuid() != 0:

@@ -17,7 +17,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from publisher.hub.server import HubServer, ServerConfig
+from publisher.hub_server.server import HubServer, ServerConfig
 
 BINARY = b"\x7fELF\0\0" + bytes(range(256)) * 40  # has NUL bytes -> stored through LFS
 

@@ -358,7 +358,7 @@ def test_a_dry_run_without_the_hub_plans_from_the_build(softcap_build, setting):
 
 
 def test_a_missing_repository_is_not_blamed_on_the_token(hub_env):
-    from publisher.hub_client import HubClient, RetryPolicy
+    from publisher.push.hub_client import HubClient, RetryPolicy
 
     client = HubClient(retry=RetryPolicy(attempts=1))
     with pytest.raises(PublisherError) as raised:
@@ -373,7 +373,7 @@ def test_hub_errors_without_a_server_message_say_so(status):
     import httpx2
     from huggingface_hub.utils import hf_raise_for_status
 
-    from publisher.hub_client import HubClient
+    from publisher.push.hub_client import HubClient
 
     response = httpx2.Response(status, request=httpx2.Request("GET", "http://127.0.0.1:9/api/kernels/org/name/refs"))
     with pytest.raises(Exception) as raised:

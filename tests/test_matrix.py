@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from publisher.errors import UsageError
-from publisher.matrix import load_matrix
+from publisher.plan.matrix import load_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 

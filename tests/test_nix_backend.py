@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from publisher.backends.nix import NixBackend
-from publisher.build.backend import BuildFailed, BuildOptions, BuildRequest, ToolchainUnavailable
-from publisher.build.metadata import read_metadata
+from publisher.builder.backend import BuildFailed, BuildOptions, BuildRequest, ToolchainUnavailable
+from publisher.builder.metadata import read_metadata
 from publisher.errors import EnvironmentProblem, ProjectError
-from publisher.plan import PlannedVariant
+from publisher.plan.planner import PlannedVariant
 from publisher.project.load import load_project
-from publisher.toolchain_spec import ToolchainSpec
-from publisher.variants import Variant
+from publisher.toolchains.spec import ToolchainSpec
+from publisher.plan.variants import Variant
 
 REPO = Path(__file__).resolve().parents[1]
 SYSTEM = {"x86_64": "x86_64-linux", "aarch64": "aarch64-linux"}.get(platform.machine(), "x86_64-linux")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from publisher.errors import ProjectError, UsageError
-from publisher.matrix import load_matrix
-from publisher.plan import make_plan, select
+from publisher.plan.matrix import load_matrix
+from publisher.plan.planner import make_plan, select
 from publisher.project.load import load_project, require_project
 
 MATRIX = """
@@ -190,7 +190,7 @@ def test_broken_matrix_is_a_usage_error(tmp_path):
 def test_local_build_outside_the_named_matrix_is_flagged(tmp_path, local_matrix):
     """--local builds the running torch's variant; a matrix without that cell is said so (build warns)."""
     from matrix_fixtures import local_variant_name
-    from publisher.plan import local_plan
+    from publisher.plan.planner import local_plan
 
     proj_dir = tmp_path / "p"
     proj_dir.mkdir()

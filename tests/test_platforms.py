@@ -9,7 +9,7 @@ import json
 import pytest
 
 from build_fixtures import publisher, write_tiny_project
-from publisher.matrix import load_matrix
+from publisher.plan.matrix import load_matrix
 from publisher.project.load import require_project
 from publisher.push import coverage
 

@@ -12,8 +12,8 @@ from huggingface_hub import CommitOperationAdd, HfApi
 
 from push_fixtures import build, load_kernel, repo_name, run_publisher, write_scale
 from publisher import state
-from publisher.matrix import load_matrix
-from publisher.push.plan import variant_files
+from publisher.plan.matrix import load_matrix
+from publisher.push.changes import variant_files
 
 LOAD_V1 = """
     import torch, kernels

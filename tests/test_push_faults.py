@@ -13,7 +13,7 @@ import pytest
 from huggingface_hub import HfApi
 
 from push_fixtures import load_kernel, repo_name, run_publisher
-from publisher.push.plan import variant_files
+from publisher.push.changes import variant_files
 
 VARIANTS = ("torch-cpu", "torch-cuda")
 
@@ -73,7 +73,7 @@ def test_fault_on_update_keeps_the_previous_release(hub_env, scale_project):
     api = HfApi(endpoint=hub_env.url, token=hub_env.write_token)
     before = api.repo_info(repo, repo_type="kernel", revision="v1").sha
     (scale_project / "build" / "torch-cuda" / "extra.py").write_text("X = 1\n")
-    from publisher.build.metadata import read_metadata, write_metadata
+    from publisher.builder.metadata import read_metadata, write_metadata
 
     write_metadata(scale_project / "build" / "torch-cuda",
                    {k: v for k, v in read_metadata(scale_project / "build" / "torch-cuda").items() if k != "digest"})

@@ -21,7 +21,7 @@ from cryptography.x509.oid import NameOID
 from huggingface_hub import HfApi, snapshot_download
 
 from push_fixtures import load_kernel, repo_name, run_publisher
-from publisher.build.metadata import check_variant
+from publisher.builder.metadata import check_variant
 from publisher.push.signature import GITHUB_ISSUER, bundle_problem
 
 WORKFLOW_REF = "acme/kernels-ci/.github/workflows/release.yml@refs/heads/main"

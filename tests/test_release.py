@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from huggingface_hub import HfApi
 
-from publisher.matrix import load_matrix
+from publisher.plan.matrix import load_matrix
 from smoke_fixtures import publisher_cli, write_noarch
 
 pytestmark = pytest.mark.slow

@@ -39,7 +39,7 @@ def _start_holder(tmp_path: Path, token: str) -> subprocess.Popen:
         import sys
         from pathlib import Path
         from publisher import runner
-        from publisher.build.stage import build_lock
+        from publisher.builder.atomic import build_lock
         with build_lock(Path({str(tmp_path / 'build')!r})):
             print("locked", flush=True)
             runner.run(["sh", "-c", "setsid sh -c 'trap \"\" TERM INT HUP; sleep 600.{token}; :' & "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from publisher.errors import UsageError
-from publisher.runners import load_runners
+from publisher.plan.github_runners import load_runners
 
 
 def test_the_shipped_table_builds_every_platform_of_upstream_policy_natively():

@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
-from publisher.smoke.environment import _recorded_toolchains
-from publisher.toolchain import uv_path
-from publisher.smoke.test_depends import declared_test_depends
+from publisher.testing.environment import _recorded_toolchains
+from publisher.toolchains.provision import uv_path
+from publisher.testing.test_depends import declared_test_depends
 from smoke_fixtures import publisher_cli, write_files
 
 FLAKE = """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from publisher.smoke.report import TestCounts, VariantTestResult, read_events, tail
+from publisher.testing.report import TestCounts, VariantTestResult, read_events, tail
 
 
 def write_events(path, events):

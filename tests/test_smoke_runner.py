@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from publisher.smoke.runner import TestOptions, VariantUnderTest, _prepare, find_repo_id
+from publisher.testing.run_variant import TestOptions, VariantUnderTest, _prepare, find_repo_id
 
 
 def test_repo_id_named_by_the_tests(tmp_path):
@@ -41,8 +41,8 @@ def test_only_the_variant_under_test_is_visible(tmp_path):
 
 
 def test_kernels_ci_tests_are_selected_unless_all_tests(tmp_path):
-    from publisher.smoke.environment import TestEnvironment
-    from publisher.smoke.runner import _pytest_argv
+    from publisher.testing.environment import TestEnvironment
+    from publisher.testing.run_variant import _pytest_argv
 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_k.py").write_text("@pytest.mark.kernels_ci\ndef test_k(): pass\n")

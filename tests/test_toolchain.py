@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from publisher.build.backend import ToolchainUnavailable
-from publisher.toolchain import cache_root, ensure_packages, ensure_toolchain
-from publisher.toolchain_spec import ToolchainSpec
+from publisher.builder.backend import ToolchainUnavailable
+from publisher.toolchains.provision import cache_root, ensure_packages, ensure_toolchain
+from publisher.toolchains.spec import ToolchainSpec
 
 TORCH = ".".join(torch.__version__.split("+")[0].split(".")[:2])
 

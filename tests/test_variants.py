@@ -8,10 +8,10 @@ from kernels.backends import CPU, CUDA, ROCm
 from kernels.variants import VariantAccepted, _resolve_variant_for_system, parse_variant
 from packaging.version import Version
 
-from publisher.matrix import load_matrix
-from publisher.plan import make_plan
+from publisher.plan.matrix import load_matrix
+from publisher.plan.planner import make_plan
 from publisher.project.load import load_project
-from publisher.variants import Variant, backend_of_compute, compute_version
+from publisher.plan.variants import Variant, backend_of_compute, compute_version
 
 CUDA_RMS = """
 [general]

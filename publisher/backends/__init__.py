@@ -1,12 +1,12 @@
 """Build backends by name. `local` builds here; `docker` and `nix` run the
-same build inside a container / the Nix sandbox (publisher/build/backend.py
+same build inside a container / the Nix sandbox (publisher/builder/backend.py
 is the interface they implement)."""
 
 from __future__ import annotations
 
 import importlib
 
-from publisher.build.backend import Backend
+from publisher.builder.backend import Backend
 from publisher.errors import UsageError
 
 # name -> (module, class)

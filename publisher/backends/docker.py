@@ -31,11 +31,11 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
-from publisher import __version__
+from publisher import DISTRIBUTION, __version__
 from publisher.backends.docker_settings import IndexSettings, host_index_settings
-from publisher.build.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink, ToolchainUnavailable
+from publisher.builder.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink, ToolchainUnavailable
 from publisher.errors import EnvironmentProblem
-from publisher.plan import PlannedVariant
+from publisher.plan.planner import PlannedVariant
 from publisher.runner import run
 
 LABEL = "org.huggingface.publisher"  # every container we start carries it
@@ -317,7 +317,7 @@ def _runtime_requirements() -> list[str]:
     from importlib.metadata import PackageNotFoundError, requires
 
     try:
-        reqs = [r for r in requires("publisher") or [] if "extra ==" not in r]
+        reqs = [r for r in requires(DISTRIBUTION) or [] if "extra ==" not in r]
     except PackageNotFoundError:
         reqs = ["click>=8.1", "tomlkit>=0.12", "pyyaml>=6", "packaging>=23", "ninja>=1.11", "huggingface_hub>=1.10"]
     return sorted(set(reqs)) + ["uv", "kernel-abi-check"]

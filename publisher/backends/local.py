@@ -7,16 +7,16 @@ import contextlib
 import shutil
 from typing import ClassVar, Iterator
 
-from publisher.build import package
-from publisher.build.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink
-from publisher.build.compile import compile_variant
-from publisher.build.git import git_state
-from publisher.build.inputs import ops_unique, source_digest
-from publisher.build.jobserver import JobServer
-from publisher.build.metadata import write_metadata
+from publisher.builder import package
+from publisher.builder.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink
+from publisher.builder.compile import compile_variant
+from publisher.builder.git import git_state
+from publisher.builder.inputs import ops_unique, source_digest
+from publisher.builder.jobserver import JobServer
+from publisher.builder.metadata import write_metadata
 from publisher.errors import EnvironmentProblem
-from publisher.plan import PlannedVariant
-from publisher.toolchain import ensure_toolchain, recorded_identity
+from publisher.plan.planner import PlannedVariant
+from publisher.toolchains.provision import ensure_toolchain, recorded_identity
 
 
 class LocalBackend:

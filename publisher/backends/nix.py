@@ -20,9 +20,9 @@ from importlib import resources
 from pathlib import Path
 from typing import ClassVar
 
-from publisher.build.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink, ToolchainUnavailable
+from publisher.builder.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink, ToolchainUnavailable
 from publisher.errors import EnvironmentProblem, ProjectError
-from publisher.plan import PlannedVariant
+from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 from publisher.runner import RunResult, run
 

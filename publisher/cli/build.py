@@ -10,14 +10,14 @@ import click
 
 from publisher import state
 from publisher.backends import BACKENDS, get_backend
-from publisher.build.backend import BuildOptions
-from publisher.build.hub_cache import HubCache
-from publisher.build.scheduler import Scheduler, default_budget, failed_in_report
+from publisher.builder.backend import BuildOptions
+from publisher.builder.hub_cache import HubCache
+from publisher.builder.scheduler import Scheduler, default_budget, failed_in_report
 from publisher.cli.common import echo_json, json_flag, matrix_option
 from publisher.errors import EXIT_FAILED, UsageError
-from publisher.hub_client import is_repo_id
-from publisher.matrix import find_matrix, load_matrix
-from publisher.plan import local_plan, make_plan, select
+from publisher.push.hub_client import is_repo_id
+from publisher.plan.matrix import find_matrix, load_matrix
+from publisher.plan.planner import local_plan, make_plan, select
 from publisher.project.load import require_project
 from publisher.secrets import redact
 from publisher.ui import PlainLines, make_progress, render_summary

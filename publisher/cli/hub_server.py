@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from publisher.hub.server import HubServer, ServerConfig
+from publisher.hub_server.server import HubServer, ServerConfig
 
 
 @click.command("hub-server")

@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from publisher.cli.common import echo_json
-from publisher.matrix import find_matrix, load_matrix
-from publisher.plan import make_plan, select
+from publisher.plan.matrix import find_matrix, load_matrix
+from publisher.plan.planner import make_plan, select
 from publisher.project.load import require_project
-from publisher.runners import assign, load_runners
+from publisher.plan.github_runners import assign, load_runners
 
 
 @click.command("matrix")

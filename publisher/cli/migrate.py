@@ -8,7 +8,7 @@ import click
 
 from publisher.errors import EXIT_FAILED, EXIT_OK, ProjectError
 from publisher.findings import render_human
-from publisher.migrate import plan_migration, remaining_problems, write
+from publisher.project.migrate import plan_migration, remaining_problems, write
 
 
 @click.command("migrate")

@@ -13,17 +13,17 @@ from pathlib import Path
 import click
 
 from publisher import state
-from publisher.build.metadata import SIGNATURE
+from publisher.builder.metadata import SIGNATURE
 from publisher.cli.common import echo_json, matrix_option
 from publisher.errors import PublishedIncomplete, PublisherError, ProjectError, UsageError
 from publisher.findings import Finding
-from publisher.hub_client import HubClient, OfflineError, RetryPolicy, TransientError, is_repo_id
-from publisher.matrix import find_matrix, load_matrix
+from publisher.push.hub_client import HubClient, OfflineError, RetryPolicy, TransientError, is_repo_id
+from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.push import card as card_mod
 from publisher.push import coverage, gate, verify
 from publisher.push.signature import SignerWorkflow
-from publisher.push.plan import PushPlan
+from publisher.push.changes import PushPlan
 from publisher.push.publish import open_repo, plan_push, plan_without_hub, publish, publish_card
 from publisher.secrets import redact
 

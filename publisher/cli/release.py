@@ -17,12 +17,12 @@ from publisher.cli import push as push_cli
 from publisher.cli.common import matrix_option
 from publisher.cli.test import echo_run, test_options
 from publisher.errors import ProjectError
-from publisher.matrix import find_matrix, load_matrix
-from publisher.plan import local_plan, make_plan, select
+from publisher.plan.matrix import find_matrix, load_matrix
+from publisher.plan.planner import local_plan, make_plan, select
 from publisher.project.load import require_project
 from publisher.push import coverage, gate
-from publisher.smoke.runner import TestOptions
-from publisher.smoke.stage import run_tests
+from publisher.testing.run_variant import TestOptions
+from publisher.testing.stage import run_tests
 
 # Statuses that stop a release unless --allow-untested: nothing ran the
 # variant's tests on its hardware. A failed variant always stops it.

@@ -9,9 +9,9 @@ import click
 
 from publisher.cli.common import echo_json
 from publisher.project.load import require_project
-from publisher.smoke.report import render_table
-from publisher.smoke.runner import TestOptions
-from publisher.smoke.stage import TestRun, run_tests
+from publisher.testing.report import render_table
+from publisher.testing.run_variant import TestOptions
+from publisher.testing.stage import TestRun, run_tests
 
 
 def test_options(f):

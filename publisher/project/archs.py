@@ -1,13 +1,13 @@
 """GPU architecture checks: every capability/arch a kernel names must exist,
 and for every toolkit the kernel is built with, the effective set (computed
-as upstream CMake does, see publisher.capabilities) must not be empty.
+as upstream CMake does, see publisher.plan.capabilities) must not be empty.
 Upstream only finds these problems at CMake configure time, per variant."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from publisher.capabilities import (
+from publisher.plan.capabilities import (
     effective_cuda_archs,
     effective_rocm_archs,
     is_known_capability,

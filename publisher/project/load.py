@@ -37,7 +37,7 @@ _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 @lru_cache(maxsize=8)
 def matrix_toolkits(matrix_path: Path | None) -> tuple[dict, dict]:
-    from publisher.matrix import find_matrix, load_matrix
+    from publisher.plan.matrix import find_matrix, load_matrix
 
     matrix = load_matrix(find_matrix(None, matrix_path))
     return dict(matrix.cuda_toolkits), dict(matrix.rocm_toolkits)

@@ -8,14 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from publisher.findings import Finding
-from publisher.matrix import find_matrix, load_matrix
+from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.project.codes import finding
 from publisher.project.model import Project
 from publisher.project.settings import FILE_NAME
 
 
 def platform_findings(project: Project, matrix_path: Path | None) -> list[Finding]:
-    from publisher.plan import arch_flag_conflicts
+    from publisher.plan.planner import arch_flag_conflicts
 
     if project.config.is_noarch:
         return []

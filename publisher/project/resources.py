@@ -3,24 +3,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
-
-import yaml
-
-_DIR = Path(__file__).resolve().parent.parent / "resources"
-
-
-def load_yaml(stream):
-    """yaml.safe_load, with libyaml where present: the pure-Python loader is
-    ~10x slower, and every command reads a few data files."""
-    return yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
-@lru_cache(maxsize=None)
-def _load(name: str) -> dict:
-    with (_DIR / name).open() as fh:
-        return load_yaml(fh)
+from publisher.data import read_yaml as _load
 
 
 def general_python_depends() -> dict[str, dict]:

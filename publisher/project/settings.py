@@ -18,7 +18,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from publisher.findings import Finding
 from publisher.project.codes import finding
-from publisher.variants import Platform, all_platforms
+from publisher.plan.variants import Platform, all_platforms
 
 FILE_NAME = "publisher.toml"
 _KEYS = ("platforms",)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from publisher.findings import Finding, Severity
-from publisher.matrix import Cell, Matrix
-from publisher.plan import make_plan
+from publisher.plan.matrix import Cell, Matrix
+from publisher.plan.planner import make_plan
 from publisher.project.model import Project
 
 ANY_PLATFORM = "any platform"  # Python-only variants serve every platform

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from publisher import state
-from publisher.build.metadata import check_variant
+from publisher.builder.metadata import check_variant
 from publisher.findings import Finding, Severity
 from publisher.push import signature
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from publisher.errors import ProjectError, UsageError
-from publisher.hub_client import ConflictError, HubClient, RemoteFile, TransientError, Upload
-from publisher.push.plan import ADD, DELETE, LocalFile, PushPlan, benchmark_files, make_plan
+from publisher.push.hub_client import ConflictError, HubClient, RemoteFile, TransientError, Upload
+from publisher.push.changes import ADD, DELETE, LocalFile, PushPlan, benchmark_files, make_plan
 from publisher.push.verify import compare
 
 class VerificationFailed(ProjectError):

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from publisher.build.metadata import METADATA, SIGNATURE
+from publisher.builder.metadata import METADATA, SIGNATURE
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 # GITHUB_WORKFLOW_REF: OWNER/REPO/.github/workflows/FILE@REF

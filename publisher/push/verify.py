@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from publisher.hub_client import RemoteFile
-from publisher.matrix import Cell
-from publisher.push.plan import LocalFile
+from publisher.push.hub_client import RemoteFile
+from publisher.plan.matrix import Cell
+from publisher.push.changes import LocalFile
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import yaml
+from publisher.data import data_path
 
-_DATA = Path(__file__).resolve().parent.parent / "resources" / "test_depends.yaml"
+_DATA = data_path("test_depends.yaml")
 _CHECK_INPUTS = re.compile(r"\bpythonCheckInputs\s*=\s*(?:(\w+)\s*:\s*)?(?:with\s+\w+\s*;\s*)?\[(?P<body>[^\]]*)\]", re.S)
 _ATTR = re.compile(r"^(?:\w+\.)?([A-Za-z_][\w-]*)$")
 

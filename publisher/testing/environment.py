@@ -17,8 +17,8 @@ from typing import Callable, Sequence
 
 from publisher import runner
 from publisher.errors import EnvironmentProblem
-from publisher.plan import PlannedVariant, host_platform
-from publisher.variants import Variant
+from publisher.plan.planner import PlannedVariant, host_platform
+from publisher.plan.variants import Variant
 
 TEST_PACKAGES = ("kernels==0.17.2", "pytest", "pytest-timeout")
 REQUIRED_MODULES = ("kernels", "pytest")
@@ -37,7 +37,7 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 
 def torch_compute(info: dict) -> tuple[str, str] | None:
-    """(backend, compute) of a torch described by publisher.toolchain_probe."""
+    """(backend, compute) of a torch described by publisher.toolchains.probe."""
     if info.get("cuda"):
         major, minor = info["cuda"].split(".")[:2]
         return "cuda", f"cu{major}{minor}"
@@ -73,7 +73,7 @@ def can_load(variant: Variant, info: dict, platform: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _this_interpreter() -> dict:
-    from publisher.toolchain_probe import probe
+    from publisher.toolchains.probe import probe
 
     return probe()
 
@@ -117,7 +117,7 @@ def select_environment(
                 f"{sys.executable} -m pip install {' '.join(missing)}",
             )
         return TestEnvironment(sys.executable, f"this interpreter (torch {info['torch_version']})")
-    from publisher.toolchain import ensure_packages, ensure_toolchain
+    from publisher.toolchains.provision import ensure_packages, ensure_toolchain
 
     toolchain = None
     if variant.framework == "torch-noarch":
@@ -139,7 +139,7 @@ def select_environment(
 
 def _recorded_toolchains() -> list:
     """Toolchain environments publisher created earlier (newest torch first)."""
-    from publisher.toolchain import Toolchain, cache_root
+    from publisher.toolchains.provision import Toolchain, cache_root
 
     found = []
     for record in sorted(cache_root().glob("*/toolchain.json"), reverse=True):
@@ -154,8 +154,8 @@ def _recorded_toolchains() -> list:
 
 
 def _probe(python: str) -> dict:
-    """What torch `python` has (publisher.toolchain_probe: reads files, imports nothing heavy)."""
-    from publisher import toolchain_probe
+    """What torch `python` has (publisher.toolchains.probe: reads files, imports nothing heavy)."""
+    from publisher.toolchains import probe as toolchain_probe
 
     result = runner.run([python, toolchain_probe.__file__], timeout=120)
     try:

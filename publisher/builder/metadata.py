@@ -14,7 +14,7 @@ METADATA = "metadata.json"
 # sigstore bundle over metadata.json, written after the build (so outside the digest, as `kernels` hashes)
 SIGNATURE = "metadata.json.sigstore"
 _REQUIRED = {"name": str, "id": str, "version": int, "license": str, "python-depends": list, "backend": dict}
-# provenance key of the inputs fingerprint (publisher.build.inputs); `kernels` ignores it
+# provenance key of the inputs fingerprint (publisher.builder.inputs); `kernels` ignores it
 _INPUTS_KEY = "publisher-inputs"
 _BACKEND_TYPES = {"cpu", "cuda", "metal", "rocm", "xpu", "neuron", "tpu", "cann"}
 

@@ -9,13 +9,13 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from publisher import arch_flags
-from publisher.capabilities import effective_cuda_archs, effective_rocm_archs
+from publisher.plan import arch_flags
+from publisher.plan.capabilities import effective_cuda_archs, effective_rocm_archs
 from publisher.errors import ProjectError, UsageError
-from publisher.matrix import Cell, Matrix
+from publisher.plan.matrix import Cell, Matrix
 from publisher.project.model import Project
-from publisher.toolchain_spec import ToolchainSpec
-from publisher.variants import Platform, Variant
+from publisher.toolchains.spec import ToolchainSpec
+from publisher.plan.variants import Platform, Variant
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ def host_platform() -> str:
 def local_cell() -> Cell:
     """The cell of the interpreter running publisher (its own torch). Read
     from torch's files rather than by importing it (2 s saved per command)."""
-    from publisher.toolchain_probe import probe
+    from publisher.toolchains.probe import probe
 
     found = probe()
     if "error" in found:

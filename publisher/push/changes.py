@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Mapping
 
-from publisher.hub_client import RemoteFile, Upload
+from publisher.push.hub_client import RemoteFile, Upload
 
 ADD, DELETE, UNCHANGED = "add", "delete", "unchanged"
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ClassVar, Protocol
 
-from publisher.build.jobserver import JobServer
-from publisher.plan import PlannedVariant
+from publisher.builder.jobserver import JobServer
+from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 
 LineSink = Callable[[str], None]

@@ -9,8 +9,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from publisher import __version__
-from publisher.build.backend import BuildOptions
-from publisher.plan import PlannedVariant
+from publisher.builder.backend import BuildOptions
+from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 from publisher.state import STATE_DIR
 

@@ -10,12 +10,13 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from publisher.project.resources import load_yaml
+from publisher.data import load_yaml
 from publisher import runner
-from publisher.build.backend import BuildFailed, LineSink
-from publisher.toolchain import cache_root, locked, uv_path
+from publisher.builder.backend import BuildFailed, LineSink
+from publisher.toolchains.provision import cache_root, locked, uv_path
+from publisher.data import data_path
 
-SOURCES = Path(__file__).resolve().parent.parent / "resources" / "depends_sources.yaml"
+SOURCES = data_path("depends_sources.yaml")
 
 
 @lru_cache(maxsize=1)

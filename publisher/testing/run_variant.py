@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Callable
 
 from publisher import runner, state
-from publisher.smoke import report
-from publisher.smoke.environment import TestEnvironment
-from publisher.smoke.report import VariantTestResult
-from publisher.variants import Variant
+from publisher.testing import report
+from publisher.testing.environment import TestEnvironment
+from publisher.testing.report import VariantTestResult
+from publisher.plan.variants import Variant
 
 HERE = Path(__file__).parent
 PROBE_TIMEOUT = 180

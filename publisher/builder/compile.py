@@ -10,17 +10,18 @@ from pathlib import Path
 import ninja
 
 from publisher import runner
-from publisher.build import depends, flags
-from publisher.capabilities import cuda_target_dirs
-from publisher.build.backend import BuildFailed, LineSink
-from publisher.build.inputs import project_files
-from publisher.build.jobserver import JobServer
-from publisher.build.ninja_file import Compile, NinjaBuild, render, write_if_changed
-from publisher.plan import PlannedVariant
+from publisher.builder import depends, flags
+from publisher.plan.capabilities import cuda_target_dirs
+from publisher.builder.backend import BuildFailed, LineSink
+from publisher.builder.inputs import project_files
+from publisher.builder.jobserver import JobServer
+from publisher.builder.ninja_file import Compile, NinjaBuild, render, write_if_changed
+from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
-from publisher.toolchain import Toolchain
+from publisher.toolchains.provision import Toolchain
+from publisher.data import DATA_DIR
 
-RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+RESOURCES = DATA_DIR
 _CXX = {".cpp", ".cc", ".cxx", ".c++", ".C"}
 _HEADERS = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tcc"}
 # glibc >= 2.32 symbol libstdc++ headers reference; see resources/glibc_compat.c

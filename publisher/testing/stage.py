@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from publisher import state
-from publisher.build.backend import ToolchainUnavailable
-from publisher.build.metadata import check_variant
+from publisher.builder.backend import ToolchainUnavailable
+from publisher.builder.metadata import check_variant
 from publisher.errors import PublisherError, UsageError
-from publisher.plan import PlannedVariant
+from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
-from publisher.smoke.environment import select_environment
-from publisher.smoke.report import VariantTestResult
-from publisher.smoke.runner import TestOptions, VariantUnderTest, run_variant
-from publisher.smoke.test_depends import declared_test_depends
-from publisher.variants import Variant
+from publisher.testing.environment import select_environment
+from publisher.testing.report import VariantTestResult
+from publisher.testing.run_variant import TestOptions, VariantUnderTest, run_variant
+from publisher.testing.test_depends import declared_test_depends
+from publisher.plan.variants import Variant
 
 Sink = Callable[[str], None]
 
@@ -93,8 +93,8 @@ def run_tests(
 
     @lru_cache(maxsize=1)
     def plan() -> dict[str, PlannedVariant]:
-        from publisher.matrix import find_matrix, load_matrix
-        from publisher.plan import make_plan
+        from publisher.plan.matrix import find_matrix, load_matrix
+        from publisher.plan.planner import make_plan
 
         return make_plan(project, load_matrix(find_matrix(project.root, matrix_path))).by_name()
 

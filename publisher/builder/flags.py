@@ -7,7 +7,7 @@ import functools
 import re
 
 from publisher import runner
-from publisher.toolchain import Toolchain
+from publisher.toolchains.provision import Toolchain
 
 PY_LIMITED_API = "0x03090000"  # abi3 for CPython >= 3.9, as upstream
 

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 from publisher import __version__
-from publisher.build.git import GitState
-from publisher.plan import PlannedVariant
+from publisher.builder.git import GitState
+from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 
 _OPS_TEMPLATE = '''import torch

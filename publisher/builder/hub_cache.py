@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from publisher.build.metadata import METADATA, check_variant, read_metadata, recorded_inputs
+from publisher.builder.metadata import METADATA, check_variant, read_metadata, recorded_inputs
 from publisher.errors import PublisherError
-from publisher.hub_client import HubClient, RemoteFile, RetryPolicy
+from publisher.push.hub_client import HubClient, RemoteFile, RetryPolicy
 from publisher.secrets import redact
 
 # A cache must not hold a build up: one retry, then build.

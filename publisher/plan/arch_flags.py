@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Iterable
 
 import yaml
+from publisher.data import data_path
 
-_FILE = Path(__file__).resolve().parent / "resources" / "arch_flags.yaml"
+_FILE = data_path("arch_flags.yaml")
 
 
 @lru_cache(maxsize=1)

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from publisher.project.resources import load_yaml
+from publisher.data import load_yaml
+from publisher.data import data_path
 
-_RESOURCE = Path(__file__).parent / "resources" / "capabilities.yaml"
+_RESOURCE = data_path("capabilities.yaml")
 _CUDA_SYNTAX = re.compile(r"(\d{1,6})\.(\d{1,6})([af]?)(\+PTX)?")
 _ROCM_SYNTAX = re.compile(r"gfx[0-9a-f]{3,5}")
 

@@ -10,9 +10,10 @@ from typing import Mapping
 import yaml
 
 from publisher.errors import UsageError
-from publisher.plan import PlannedVariant
+from publisher.plan.planner import PlannedVariant
+from publisher.data import data_path
 
-RUNNERS = Path(__file__).parent / "resources" / "runners.yaml"
+RUNNERS = data_path("runners.yaml")
 # What a job with no runner runs on: it only reports why it cannot build.
 FALLBACK_RUNNER = "ubuntu-latest"
 HERE, GPU_RUNNER, NONE = "here", "gpu-runner", "none"

@@ -9,11 +9,12 @@ from typing import Mapping
 
 import yaml
 
-from publisher.project.resources import load_yaml
+from publisher.data import load_yaml
 from publisher.errors import UsageError
-from publisher.variants import Platform, backend_of_compute, compute_version
+from publisher.plan.variants import Platform, backend_of_compute, compute_version
+from publisher.data import data_path
 
-DEFAULT_MATRIX = Path(__file__).parent / "resources" / "matrix.yaml"
+DEFAULT_MATRIX = data_path("matrix.yaml")
 
 
 @dataclass(frozen=True)

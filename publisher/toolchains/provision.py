@@ -21,10 +21,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from publisher import runner, toolchain_probe
-from publisher.build.backend import ToolchainUnavailable
-from publisher.toolchain_spec import ToolchainSpec
-from publisher.variants import backend_of_compute, compute_version
+from publisher import runner
+from publisher.toolchains import probe as toolchain_probe
+from publisher.builder.backend import ToolchainUnavailable
+from publisher.toolchains.spec import ToolchainSpec
+from publisher.plan.variants import backend_of_compute, compute_version
 
 LineSink = Callable[[str], None]
 _RECORD = "toolchain.json"

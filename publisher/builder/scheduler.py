@@ -16,9 +16,9 @@ from typing import Sequence
 import yaml
 
 from publisher import runner, state
-from publisher.build import stage as staging
-from publisher.build.abi import AbiReport, check_abi
-from publisher.build.backend import (
+from publisher.builder import atomic as staging
+from publisher.builder.abi import AbiReport, check_abi
+from publisher.builder.backend import (
     Backend,
     BuildFailed,
     BuildOptions,
@@ -26,18 +26,19 @@ from publisher.build.backend import (
     BuildRequest,
     ToolchainUnavailable,
 )
-from publisher.build.git import git_state
-from publisher.build.hub_cache import HubCache
-from publisher.build.inputs import input_key, inputs_fingerprint, source_digest
-from publisher.build.jobserver import JobServer
-from publisher.build.metadata import METADATA, check_variant, read_metadata, stamp_inputs
-from publisher.plan import PlannedVariant
+from publisher.builder.git import git_state
+from publisher.builder.hub_cache import HubCache
+from publisher.builder.inputs import input_key, inputs_fingerprint, source_digest
+from publisher.builder.jobserver import JobServer
+from publisher.builder.metadata import METADATA, check_variant, read_metadata, stamp_inputs
+from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 from publisher.ui import Progress
+from publisher.data import data_path
 
 GIB = 1024**3
 UNAVAILABLE_TTL = 3600  # seconds an unavailable toolchain is not retried (--force retries)
-COMPILE_MEMORY = Path(__file__).resolve().parent.parent / "resources" / "compile_memory.yaml"
+COMPILE_MEMORY = data_path("compile_memory.yaml")
 
 
 @dataclass(frozen=True)
