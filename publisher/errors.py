@@ -52,3 +52,64 @@ class PublishedIncomplete(PublisherError):
     """The version branch holds the verified release; a step after it failed."""
 
     exit_code = EXIT_PUBLISHED_INCOMPLETE
+
+
+class AuthError(PublisherError):
+    """401/403 from the Hub."""
+
+
+class ConflictError(PublisherError):
+    """The branch moved under us (another push landed first)."""
+
+
+class TransientError(EnvironmentProblem):
+    """The Hub kept failing after every retry."""
+
+
+class OfflineError(EnvironmentProblem):
+    """HF_HUB_OFFLINE is set and the call needs the Hub."""
+
+
+class VerificationFailed(ProjectError):
+    """The pushed branch does not hold the files of this build."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("verification failed: the branch does not hold this build:\n  " + "\n  ".join(problems))
+        self.problems = problems
+
+
+class MigrationRefused(Exception):
+    """A legacy build.toml that cannot be upgraded without the user's answer (`check` turns it into a finding)."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+# Raised inside a backend and caught by the scheduler, which records them per
+# variant: not PublisherErrors, because one variant's failure must not stop the command.
+class BuildFailed(Exception):
+    """The variant's build failed; `first_error` is the line to show in the summary."""
+
+    def __init__(self, first_error: str):
+        super().__init__(first_error)
+        self.first_error = first_error
+
+
+class ToolchainUnavailable(Exception):
+    """The variant's toolchain cannot be obtained here; the reason is shown."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class HubError(Exception):
+    """An error the Hub server (hub-server) answers with: HTTP status, X-Error-Code, message."""
+
+    def __init__(self, status: int, message: str, code: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from publisher.backends.nix import NixBackend
-from publisher.builder.backend import BuildFailed, BuildOptions, BuildRequest, ToolchainUnavailable
+from publisher.builder.backend import BuildOptions, BuildRequest
+from publisher.errors import BuildFailed, ToolchainUnavailable
 from publisher.builder.metadata import read_metadata
 from publisher.errors import EnvironmentProblem, ProjectError
 from publisher.plan.planner import PlannedVariant

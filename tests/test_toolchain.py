@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from publisher.builder.backend import ToolchainUnavailable
+from publisher.errors import ToolchainUnavailable
 from publisher.toolchains.provision import cache_root, ensure_packages, ensure_toolchain
 from publisher.toolchains.spec import ToolchainSpec
 

@@ -33,7 +33,8 @@ from typing import ClassVar
 
 from publisher import DISTRIBUTION, __version__
 from publisher.backends.docker_settings import IndexSettings, host_index_settings
-from publisher.builder.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink, ToolchainUnavailable
+from publisher.builder.backend import BuildOutcome, BuildRequest, LineSink
+from publisher.errors import BuildFailed, ToolchainUnavailable
 from publisher.errors import EnvironmentProblem
 from publisher.plan.planner import PlannedVariant
 from publisher.runner import run

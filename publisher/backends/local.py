@@ -8,7 +8,8 @@ import shutil
 from typing import ClassVar, Iterator
 
 from publisher.builder import package
-from publisher.builder.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink
+from publisher.builder.backend import BuildOutcome, BuildRequest, LineSink
+from publisher.errors import BuildFailed
 from publisher.builder.compile import compile_variant
 from publisher.builder.git import git_state
 from publisher.builder.inputs import ops_unique, source_digest

@@ -20,7 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import ClassVar
 
-from publisher.builder.backend import BuildFailed, BuildOutcome, BuildRequest, LineSink, ToolchainUnavailable
+from publisher.builder.backend import BuildOutcome, BuildRequest, LineSink
+from publisher.errors import BuildFailed, ToolchainUnavailable
 from publisher.errors import EnvironmentProblem, ProjectError
 from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project

@@ -44,21 +44,6 @@ class BuildOutcome:
     toolchain: dict[str, str] = field(default_factory=dict)  # versions used, for the summary
 
 
-class BuildFailed(Exception):
-    """The variant's build failed; `first_error` is the line to show in the summary."""
-
-    def __init__(self, first_error: str):
-        super().__init__(first_error)
-        self.first_error = first_error
-
-
-class ToolchainUnavailable(Exception):
-    """The variant's toolchain cannot be obtained here; the reason is shown."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
 
 class Backend(Protocol):
     name: ClassVar[str]

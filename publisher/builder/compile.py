@@ -12,7 +12,8 @@ import ninja
 from publisher import runner
 from publisher.builder import depends, flags
 from publisher.plan.capabilities import cuda_target_dirs
-from publisher.builder.backend import BuildFailed, LineSink
+from publisher.builder.backend import LineSink
+from publisher.errors import BuildFailed
 from publisher.builder.inputs import project_files
 from publisher.builder.jobserver import JobServer
 from publisher.builder.ninja_file import Compile, NinjaBuild, render, write_if_changed

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from publisher.data import load_yaml
 from publisher import runner
-from publisher.builder.backend import BuildFailed, LineSink
+from publisher.builder.backend import LineSink
+from publisher.errors import BuildFailed
 from publisher.toolchains.provision import cache_root, locked, uv_path
 from publisher.data import data_path
 

@@ -18,14 +18,7 @@ import yaml
 from publisher import runner, state
 from publisher.builder import atomic as staging
 from publisher.builder.abi import AbiReport, check_abi
-from publisher.builder.backend import (
-    Backend,
-    BuildFailed,
-    BuildOptions,
-    BuildOutcome,
-    BuildRequest,
-    ToolchainUnavailable,
-)
+from publisher.builder.backend import Backend, BuildOptions, BuildOutcome, BuildRequest
 from publisher.builder.git import git_state
 from publisher.builder.hub_cache import HubCache
 from publisher.builder.inputs import input_key, inputs_fingerprint, source_digest
@@ -35,6 +28,7 @@ from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 from publisher.ui import Progress
 from publisher.data import data_path
+from publisher.errors import BuildFailed, ToolchainUnavailable
 
 GIB = 1024**3
 UNAVAILABLE_TTL = 3600  # seconds an unavailable toolchain is not retried (--force retries)

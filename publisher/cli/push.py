@@ -15,9 +15,9 @@ import click
 from publisher import state
 from publisher.builder.metadata import SIGNATURE
 from publisher.cli.common import echo_json, matrix_option
-from publisher.errors import PublishedIncomplete, PublisherError, ProjectError, UsageError
+from publisher.errors import OfflineError, PublishedIncomplete, PublisherError, ProjectError, TransientError, UsageError
 from publisher.findings import Finding
-from publisher.push.hub_client import HubClient, OfflineError, RetryPolicy, TransientError, is_repo_id
+from publisher.push.hub_client import HubClient, RetryPolicy, is_repo_id
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.push import card as card_mod

@@ -27,7 +27,8 @@ from typing import Callable, Iterator, Mapping
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from publisher.hub_server.faults import Faults, FaultRule
-from publisher.hub_server.storage import REPO_TYPES, Entry, HubError, Repo, Storage, lfs_pointer
+from publisher.errors import HubError
+from publisher.hub_server.storage import REPO_TYPES, Entry, Repo, Storage, lfs_pointer
 
 _PREFIXES = {"datasets": "dataset", "spaces": "space", "kernels": "kernel"}
 _URL_PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/", "kernel": "kernels/"}

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
+from publisher.errors import HubError
+
 REPO_TYPES = ("model", "dataset", "space", "kernel")
 _SHA1 = re.compile(r"[0-9a-f]{40}")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
@@ -41,15 +43,6 @@ _GITATTRIBUTES = "".join(
     for pattern in ("*.bin", "*.pt", "*.pth", "*.safetensors", "*.so", "*.tar.*", "*.zip", "*.npz", "*.png")
 )
 
-
-class HubError(Exception):
-    """An error the server answers with: HTTP status, X-Error-Code, message."""
-
-    def __init__(self, status: int, message: str, code: str | None = None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
 
 
 @dataclass(frozen=True)

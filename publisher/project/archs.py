@@ -16,7 +16,7 @@ from publisher.plan.capabilities import (
     parse_capability,
 )
 from publisher.findings import Finding
-from publisher.project.codes import finding
+from publisher.codes import finding
 from publisher.project.values import parse_version
 
 Toolkits = Mapping[str, tuple[str, ...]]

@@ -10,7 +10,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Iterator, Mapping
 
 from publisher.findings import Finding
-from publisher.project.codes import finding
+from publisher.codes import finding
 
 _SKIP_DIRS = {".git", ".hg", "build", "result", ".venv", "venv", "__pycache__", "node_modules", ".direnv"}
 _BINDING_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".mm", ".cu")

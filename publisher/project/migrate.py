@@ -17,7 +17,8 @@ from publisher.errors import ProjectError
 from publisher.findings import Finding
 from publisher.project import editions
 from publisher.project.load import foreign, matrix_toolkits, read_toml, resolve, tomllib, validate
-from publisher.project.upgrade import MigrationRefused, upgrade
+from publisher.errors import MigrationRefused
+from publisher.project.upgrade import upgrade
 
 
 @dataclass(frozen=True)

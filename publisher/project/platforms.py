@@ -9,7 +9,7 @@ from pathlib import Path
 
 from publisher.findings import Finding
 from publisher.plan.matrix import find_matrix, load_matrix
-from publisher.project.codes import finding
+from publisher.codes import finding
 from publisher.project.model import Project
 from publisher.project.settings import FILE_NAME
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 from publisher.findings import Finding
-from publisher.project.codes import finding
+from publisher.codes import finding
 
 KERNEL_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
 

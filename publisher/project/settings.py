@@ -17,7 +17,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from publisher.findings import Finding
-from publisher.project.codes import finding
+from publisher.codes import finding
 from publisher.plan.variants import Platform, all_platforms
 
 FILE_NAME = "publisher.toml"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, MutableMapping
 
+from publisher.errors import MigrationRefused
 from publisher.project import resources
 from publisher.project.editions import PRE_V1, UNSUPPORTED, V1_V2, V3, V4, V5, Edition
 
@@ -18,12 +19,6 @@ UNIVERSAL_BACKENDS = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "xpu")
 _BACKEND_ORDER = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
 _LANGUAGE_BACKEND = {"cuda": "cuda", "cuda-hipify": "cuda", "metal": "metal"}
 
-
-class MigrationRefused(Exception):
-    def __init__(self, message: str, hint: str):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
 
 def _plain(value: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Callable, Mapping
 
 from publisher.findings import Finding
 from publisher.project import resources
-from publisher.project.codes import finding
+from publisher.codes import finding
 from publisher.project.model import BACKENDS
 from publisher.project.schema import suggest
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from publisher import codes
 from publisher.findings import Finding, Severity
 from publisher.plan.matrix import Cell, Matrix
 from publisher.plan.planner import make_plan
@@ -41,9 +42,9 @@ class Coverage:
         count = len(self.missing_names)
         message = f"the release lacks {count} of {len(self.required)} required variant(s) — {self.listing()}"
         if partial:
-            return Finding("PP201", Severity.WARNING, message, file=where,
+            return codes.finding("PP201", message, severity=Severity.WARNING, file=where,
                            hint="published with --partial; the card and the resolution table list what is missing")
-        return Finding("PP201", Severity.ERROR, message, file=where,
+        return codes.finding("PP201", message, file=where,
                        hint="build and test the missing variants (publisher build; scripts/gpu_test.sh for GPU ones), "
                             "or pass --partial to publish only what is here")
 

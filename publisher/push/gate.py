@@ -1,13 +1,10 @@
 """Which built variants may be published, and why not. Every refusal names the
 variant, the reason and how to override or fix it.
 
-Codes (stable; shown with every refusal and warning):
-PP101 no valid metadata.json · PP102 files changed after the build ·
-PP103 ABI check failed · PP104 not tested on its hardware, or no test ran
-(--allow-untested publishes it; --allow-untested-variant GLOB only a matching
-variant whose import was checked: "loaded, not run") · PP105 built from a
-dirty tree (warning) · PP106 tests failed or crashed (never published) ·
-PP201 required variants missing (push/coverage.py; --partial publishes anyway).
+Codes (stable; shown with every refusal and warning): PP1xx, catalogued in
+publisher/codes.py. PP104 (not tested on its hardware, or no test ran) is a
+warning with --allow-untested, or with --allow-untested-variant GLOB for a
+matching variant whose import was checked ("loaded, not run").
 
 A report entry (build-report.json, test-report.json) speaks for a variant only
 while its fingerprint equals the variant's current one (state.variant_fingerprint).
@@ -21,6 +18,7 @@ from pathlib import Path
 
 from publisher import state
 from publisher.builder.metadata import check_variant
+from publisher.codes import finding
 from publisher.findings import Finding, Severity
 from publisher.push import signature
 
@@ -43,7 +41,7 @@ class Verdict:
 
 
 def _finding(code: str, severity: Severity, variant_dir: Path, message: str, hint: str | None) -> Finding:
-    return Finding(code, severity, message, file=str(variant_dir), hint=hint)
+    return finding(code, message, severity=severity, file=str(variant_dir), hint=hint)
 
 
 def judge(build_dir: Path, name: str, allow_untested: bool, load_only: tuple[str, ...] = ()) -> Verdict:

@@ -29,7 +29,9 @@ from huggingface_hub.lfs import UploadInfo  # noqa: E402
 from huggingface_hub.utils import get_token  # noqa: E402
 
 from publisher import __version__, secrets  # noqa: E402
-from publisher.errors import EnvironmentProblem, PublisherError, UsageError  # noqa: E402
+from publisher.errors import (  # noqa: E402
+    AuthError, ConflictError, EnvironmentProblem, OfflineError, PublisherError, TransientError, UsageError,
+)
 
 REPO_TYPE = "kernel"
 _TRANSIENT_STATUS = (429, 500, 502, 503, 504)
@@ -43,21 +45,6 @@ ACCESS_HINT = (
     "(ask the Hub team, see https://huggingface.co/docs/kernels)."
 )
 
-
-class AuthError(PublisherError):
-    """401/403 from the Hub."""
-
-
-class ConflictError(PublisherError):
-    """The branch moved under us (another push landed first)."""
-
-
-class TransientError(EnvironmentProblem):
-    """The Hub kept failing after every retry."""
-
-
-class OfflineError(EnvironmentProblem):
-    """HF_HUB_OFFLINE is set and the call needs the Hub."""
 
 
 @dataclass(frozen=True)

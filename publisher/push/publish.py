@@ -22,15 +22,10 @@ from functools import partial
 from dataclasses import dataclass
 from pathlib import Path
 
-from publisher.errors import ProjectError, UsageError
-from publisher.push.hub_client import ConflictError, HubClient, RemoteFile, TransientError, Upload
+from publisher.errors import ConflictError, ProjectError, TransientError, UsageError, VerificationFailed
+from publisher.push.hub_client import HubClient, RemoteFile, Upload
 from publisher.push.changes import ADD, DELETE, LocalFile, PushPlan, benchmark_files, make_plan
 from publisher.push.verify import compare
-
-class VerificationFailed(ProjectError):
-    def __init__(self, problems: list[str]):
-        super().__init__("verification failed: the branch does not hold this build:\n  " + "\n  ".join(problems))
-        self.problems = problems
 
 
 STAGING_PREFIX = "publisher-staging-"

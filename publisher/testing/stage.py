@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from publisher import state
-from publisher.builder.backend import ToolchainUnavailable
+from publisher.errors import ToolchainUnavailable
 from publisher.builder.metadata import check_variant
 from publisher.errors import PublisherError, UsageError
 from publisher.plan.planner import PlannedVariant

@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Sequence
 
 from publisher import runner
 from publisher.toolchains import probe as toolchain_probe
-from publisher.builder.backend import ToolchainUnavailable
+from publisher.errors import ToolchainUnavailable
 from publisher.toolchains.spec import ToolchainSpec
 from publisher.plan.variants import backend_of_compute, compute_version
 

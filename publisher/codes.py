@@ -1,6 +1,11 @@
-"""The catalogue of `check` finding codes. Codes are stable: users search them
-and tests assert them. PB1xx: the file and its shape; PB2xx: values;
-PB3xx: GPU architectures; PB4xx: project layout; PB5xx: platforms."""
+"""Every finding code publisher shows, in one catalogue. Codes are stable:
+users search them and tests assert them; a code's severity here is its default
+(a flag such as --partial or --allow-untested can lower an error to a warning).
+
+PB: `check` (build.toml and layout). PB1xx the file and its shape, PB2xx
+values, PB3xx GPU architectures, PB4xx project layout, PB5xx platforms.
+PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole.
+"""
 
 from __future__ import annotations
 
@@ -48,10 +53,22 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PB406": (W, "no tests/ folder"),
     "PB501": (E, "publisher.toml invalid"),
     "PB502": (W, "architecture-specific compiler flag meets a platform it cannot compile for"),
+    # push (the gate, per variant)
+    "PP101": (E, "no valid metadata.json"),
+    "PP102": (E, "files changed after the build"),
+    "PP103": (E, "ABI check failed"),
+    "PP104": (E, "not tested on its hardware, or no test ran (a warning with --allow-untested/--allow-untested-variant)"),
+    "PP105": (W, "built from a dirty tree"),
+    "PP106": (E, "tests failed or crashed (never published)"),
+    "PP130": (E, "signature bundle does not stand for metadata.json"),
+    # push and release (the release as a whole)
+    "PP201": (E, "required variants missing (a warning with --partial)"),
 }
 
 
-def finding(code: str, message: str, *, field: str | None = None, hint: str | None = None,
-            file: str | None = None, line: int | None = None) -> Finding:
-    severity, _ = CODES[code]
-    return Finding(code=code, severity=severity, message=message, file=file, line=line, hint=hint, field=field)
+def finding(code: str, message: str, *, severity: Severity | None = None, field: str | None = None,
+            hint: str | None = None, file: str | None = None, line: int | None = None) -> Finding:
+    """A finding with the catalogue's severity for `code`, unless a flag lowered it (`severity`)."""
+    default, _ = CODES[code]
+    return Finding(code=code, severity=severity or default, message=message, file=file, line=line, hint=hint,
+                   field=field)
