@@ -86,3 +86,31 @@ def hub_backoff(default: float) -> float:
 
 def hub_xet_disabled() -> bool:
     return os.environ.get("HF_HUB_DISABLE_XET", "").upper() in _TRUE
+
+
+# Settings of publisher's own, by the variable that sets them. The variables
+# publisher sets for its test children are in publisher/testing/protocol.py.
+
+def cache_dir() -> str | None:
+    """PUBLISHER_CACHE_DIR: where toolchains are kept (default: XDG_CACHE_HOME/publisher)."""
+    return os.environ.get("PUBLISHER_CACHE_DIR") or None
+
+
+def docker_base_image() -> str | None:
+    """PUBLISHER_DOCKER_BASE_IMAGE: what the docker backend's builder image is made from."""
+    return os.environ.get("PUBLISHER_DOCKER_BASE_IMAGE") or None
+
+
+def docker_cache_volume() -> str:
+    """PUBLISHER_DOCKER_CACHE_VOLUME: the Docker volume holding toolchains and pip caches."""
+    return os.environ.get("PUBLISHER_DOCKER_CACHE_VOLUME", "publisher-cache")
+
+
+def nix_kernel_builder() -> str | None:
+    """PUBLISHER_NIX_KERNEL_BUILDER: flake URL that replaces the `kernel-builder` input."""
+    return os.environ.get("PUBLISHER_NIX_KERNEL_BUILDER") or None
+
+
+def hub_server_log() -> bool:
+    """PUBLISHER_HUB_LOG: hub-server logs every request."""
+    return bool(os.environ.get("PUBLISHER_HUB_LOG"))

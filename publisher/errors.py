@@ -42,6 +42,14 @@ class ProjectError(PublisherError):
     """The project (build.toml, layout) cannot be used as given."""
 
 
+class PushRefused(ProjectError):
+    """The push gate or the coverage check refused the release; `findings` say why (PP codes)."""
+
+    def __init__(self, message: str, findings: list):
+        super().__init__(message)
+        self.findings = tuple(findings)
+
+
 class EnvironmentProblem(PublisherError):
     """Something outside the project is missing or broken (engine, nix, network)."""
 

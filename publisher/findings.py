@@ -49,6 +49,11 @@ def has_errors(findings: Iterable[Finding]) -> bool:
     return any(f.is_error for f in findings)
 
 
+def render_line(f: Finding) -> str:
+    """One finding where a command lists a few in its own words (push, release)."""
+    return f"{f.code} {f.message}" + (f"\n    fix: {f.hint}" if f.hint else "")
+
+
 def render_human(findings: list[Finding]) -> str:
     """Group by file, errors first within a file, in line order."""
     if not findings:

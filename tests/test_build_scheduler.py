@@ -42,7 +42,7 @@ def _broken_project(tmp_path):
 
 def _run(project, planned, fail_fast=False):
     options = BuildOptions(jobs=1, cores=1)
-    sched = Scheduler(project, get_backend("local"), project.root / "build", options, PlainLines(sys.stderr),
+    sched = Scheduler(project, get_backend("local", project), project.root / "build", options, PlainLines(sys.stderr),
                       fail_fast=fail_fast)
     return {r.variant: r for r in sched.run(planned)}
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import importlib
 
-from publisher.builder.backend import Backend
+from publisher.builder.backend import Backend, BackendSettings
 from publisher.errors import UsageError
+from publisher.project.model import Project
 
 # name -> (module, class)
 BACKENDS = {
@@ -17,8 +18,8 @@ BACKENDS = {
 }
 
 
-def get_backend(name: str, **settings) -> Backend:
-    """`settings` go to the backend's constructor (each backend documents its own)."""
+def get_backend(name: str, project: Project, settings: BackendSettings = BackendSettings()) -> Backend:
+    """The backend called `name`, configured from the settings it reads."""
     if name not in BACKENDS:
         raise UsageError(f"unknown build backend {name!r}", f"use one of: {', '.join(BACKENDS)}")
     module_name, class_name = BACKENDS[name]
@@ -28,4 +29,4 @@ def get_backend(name: str, **settings) -> Backend:
         if err.name != module_name:
             raise
         raise UsageError(f"the {name} backend is not available in this installation") from None
-    return getattr(module, class_name)(**settings)
+    return getattr(module, class_name).from_settings(settings, project)

@@ -31,17 +31,17 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
-from publisher import DISTRIBUTION, __version__
+from publisher import DISTRIBUTION, __version__, env
 from publisher.backends.docker_settings import IndexSettings, host_index_settings
-from publisher.builder.backend import BuildOutcome, BuildRequest, LineSink
-from publisher.errors import BuildFailed, ToolchainUnavailable
-from publisher.errors import EnvironmentProblem
+from publisher.builder.backend import BackendSettings, BuildOutcome, BuildRequest, LineSink
+from publisher.errors import BuildFailed, EnvironmentProblem, ToolchainUnavailable
 from publisher.plan.planner import PlannedVariant
+from publisher.project.model import Project
 from publisher.runner import run
 
 LABEL = "org.huggingface.publisher"  # every container we start carries it
 # Toolchains, uv and pip caches, shared by all projects.
-CACHE_VOLUME = os.environ.get("PUBLISHER_DOCKER_CACHE_VOLUME", "publisher-cache")
+CACHE_VOLUME = env.docker_cache_volume()
 SRC = PurePosixPath("/src")  # the project (or its git work tree), read-only
 OUT = PurePosixPath("/out")  # inner build folders, one per variant
 DEFAULT_BASE_IMAGE = {"x86_64": "quay.io/pypa/manylinux_2_28_x86_64", "aarch64": "quay.io/pypa/manylinux_2_28_aarch64"}
@@ -71,7 +71,7 @@ class DockerBackend:
         `ca_bundle` / index options: passed into the build (default: the
         host's pip settings). `owner`: (uid, gid) for the copied-out files
         (default: the invoking user)."""
-        self.base_image = base_image or os.environ.get("PUBLISHER_DOCKER_BASE_IMAGE") or DEFAULT_BASE_IMAGE.get(
+        self.base_image = base_image or env.docker_base_image() or DEFAULT_BASE_IMAGE.get(
             os.uname().machine, DEFAULT_BASE_IMAGE["x86_64"]
         )
         self.settings: IndexSettings = host_index_settings(ca_bundle, index_url, extra_index_urls, find_links)
@@ -82,6 +82,11 @@ class DockerBackend:
         self._containers: dict[str, object] = {}
         self._lock = threading.RLock()
         self._closed = False
+
+    @classmethod
+    def from_settings(cls, settings: BackendSettings, project: Project) -> DockerBackend:
+        return cls(base_image=settings.base_image, ca_bundle=settings.ca_bundle, index_url=settings.index_url,
+                   extra_index_urls=settings.extra_index_urls, matrix_file=settings.matrix_file)
 
     # -- the Backend interface -------------------------------------------
 

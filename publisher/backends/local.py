@@ -8,20 +8,24 @@ import shutil
 from typing import ClassVar, Iterator
 
 from publisher.builder import package
-from publisher.builder.backend import BuildOutcome, BuildRequest, LineSink
-from publisher.errors import BuildFailed
+from publisher.builder.backend import BackendSettings, BuildOutcome, BuildRequest, LineSink
+from publisher.errors import BuildFailed, EnvironmentProblem
 from publisher.builder.compile import compile_variant
 from publisher.builder.git import git_state
 from publisher.builder.inputs import ops_unique, source_digest
 from publisher.builder.jobserver import JobServer
 from publisher.builder.metadata import write_metadata
-from publisher.errors import EnvironmentProblem
 from publisher.plan.planner import PlannedVariant
+from publisher.project.model import Project
 from publisher.toolchains.provision import ensure_toolchain, recorded_identity
 
 
 class LocalBackend:
     name: ClassVar[str] = "local"
+
+    @classmethod
+    def from_settings(cls, settings: BackendSettings, project: Project) -> LocalBackend:
+        return cls()  # the local backend has no settings of its own
 
     def check_environment(self) -> None:
         if not (shutil.which("g++") or shutil.which("c++")):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -20,9 +19,9 @@ from importlib import resources
 from pathlib import Path
 from typing import ClassVar
 
-from publisher.builder.backend import BuildOutcome, BuildRequest, LineSink
-from publisher.errors import BuildFailed, ToolchainUnavailable
-from publisher.errors import EnvironmentProblem, ProjectError
+from publisher import env
+from publisher.builder.backend import BackendSettings, BuildOutcome, BuildRequest, LineSink
+from publisher.errors import BuildFailed, EnvironmentProblem, ProjectError, ToolchainUnavailable
 from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 from publisher.runner import RunResult, run
@@ -53,13 +52,17 @@ class NixBackend:
             raise ProjectError("the nix backend needs a project folder, not a lone build.toml")
         self.project = project
         self.bundle = bundle
-        self.kernel_builder = kernel_builder or os.environ.get("PUBLISHER_NIX_KERNEL_BUILDER")
+        self.kernel_builder = kernel_builder or env.nix_kernel_builder()
         self.nix = nix
         self._lock = threading.RLock()
         self._scratch: Path | None = None
         self._flake: str | None = None
         self._variants: tuple[str, ...] | None = None
         self._bundle_out: Path | None = None
+
+    @classmethod
+    def from_settings(cls, settings: BackendSettings, project: Project) -> NixBackend:
+        return cls(project, bundle=settings.nix_bundle)
 
     # -- the Backend interface -------------------------------------------
 

@@ -29,6 +29,18 @@ class BuildOptions:
 
 
 @dataclass(frozen=True)
+class BackendSettings:
+    """The options only one backend reads; each backend's `from_settings` takes what it needs."""
+
+    base_image: str | None = None  # docker: image the builder is made from
+    ca_bundle: Path | None = None  # docker: CA bundle for downloads inside the build
+    index_url: str | None = None  # docker: package index for toolchains
+    extra_index_urls: tuple[str, ...] = ()  # docker
+    matrix_file: Path | None = None  # docker: the matrix naming the toolchains
+    nix_bundle: bool = False  # nix: build the flake's `bundle` once
+
+
+@dataclass(frozen=True)
 class BuildRequest:
     project: Project
     planned: PlannedVariant
@@ -47,6 +59,10 @@ class BuildOutcome:
 
 class Backend(Protocol):
     name: ClassVar[str]
+
+    @classmethod
+    def from_settings(cls, settings: BackendSettings, project: Project) -> Backend:
+        """The backend, configured from the settings it reads (the others it ignores)."""
 
     def check_environment(self) -> None:
         """Raise publisher.errors.EnvironmentProblem (with the fix) when the backend cannot run."""

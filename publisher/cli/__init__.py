@@ -8,12 +8,13 @@ import importlib.util  # not imported by `import importlib`; an editable install
 import signal
 import sys
 import threading
-from typing import NoReturn
+from typing import NoReturn, Sequence
 
 import click
 
 from publisher import __version__
 from publisher.cli.common import echo_error_json, start_command, wants_json
+from publisher.findings import Finding
 from publisher.errors import EXIT_BUG, EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, PublisherError
 from publisher.secrets import redact
 
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rc = cli.main(args=args, prog_name="publisher", standalone_mode=False)
     except PublisherError as err:
-        _fail(err.message, err.hint, err.exit_code, as_json)
+        _fail(err.message, err.hint, err.exit_code, as_json, getattr(err, "findings", ()))
     except click.exceptions.Abort:
         _fail("aborted", None, EXIT_INTERRUPTED, as_json)
     except click.ClickException as err:
@@ -81,9 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
-def _fail(message: str, hint: str | None, code: int, as_json: bool) -> NoReturn:
+def _fail(message: str, hint: str | None, code: int, as_json: bool, findings: Sequence[Finding] = ()) -> NoReturn:
     message, hint = redact(message), redact(hint) if hint else None
     if as_json:
-        echo_error_json(message, hint, code)
+        echo_error_json(message, hint, code, findings)
     click.echo("error: " + message + (f"\n  hint: {hint}" if hint else ""), err=True)
     sys.exit(code)

@@ -1,24 +1,19 @@
-"""`publisher build`: build the project's variants into build/<variant>/."""
+"""`publisher build`: build the project's variants into build/<variant>/.
+The stage is publisher/builder/stage.py; this module parses and renders."""
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 
 import click
 
 from publisher import state
-from publisher.backends import BACKENDS, get_backend
-from publisher.builder.backend import BuildOptions
-from publisher.builder.hub_cache import HubCache
-from publisher.builder.scheduler import Scheduler, default_budget, failed_in_report
+from publisher.backends import BACKENDS
+from publisher.builder.stage import BuildRun, run_build
 from publisher.cli.common import echo_json, json_flag, matrix_option
-from publisher.errors import EXIT_FAILED, UsageError
-from publisher.push.hub_client import is_repo_id
-from publisher.plan.matrix import find_matrix, load_matrix
-from publisher.plan.planner import local_plan, make_plan, select
-from publisher.project.load import require_project
+from publisher.errors import EXIT_FAILED
+from publisher.options import BackendSettings, BuildCommandOptions, Selection
 from publisher.secrets import redact
 from publisher.ui import PlainLines, make_progress, render_summary
 
@@ -55,70 +50,30 @@ def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, on
             as_json, matrix_file, out, base_image, ca_bundle, index_url, extra_index_urls, nix_bundle,
             repo_id, no_hub_cache, endpoint) -> int:
     """Build the variants of the kernel project at PATH."""
-    project = require_project(path)
-    build_dir = (Path(out) if out else Path(path) / "build").resolve()
-    matrix = load_matrix(find_matrix(project.root, matrix_file))
-    plan = local_plan(project, matrix) if local else make_plan(project, matrix)
-    chosen = select(plan, list(include), list(skip))
-    for decision in plan.decisions:
-        if decision.rule == "not-in-matrix":
-            click.echo(f"warning: {decision.reason}; pass --matrix with a cell for it, or install a torch the matrix lists", err=True)
-    if only_failed:
-        failed = failed_in_report(build_dir)
-        chosen = tuple(p for p in chosen if p.name in failed)
-        if not chosen:
-            click.echo("no failed variants to rebuild", err=True)
-            return 0
-    if not chosen:
-        raise UsageError("no variant to build", f"run `publisher matrix {path}` to see why each cell is left out")
-    jobs, cores = default_budget(chosen, jobs, cores)
-    options = BuildOptions(debug=debug, jobs=jobs, cores=cores, strict=strict, force=force)
-    backend = get_backend(backend_name, **_backend_settings(
-        backend_name, project, matrix_file, base_image, ca_bundle, index_url, tuple(extra_index_urls), nix_bundle))
+    options = BuildCommandOptions(
+        path=path, selection=Selection(tuple(include), tuple(skip)), local=local, backend=backend_name,
+        settings=BackendSettings(base_image=base_image, ca_bundle=ca_bundle, index_url=index_url,
+                                 extra_index_urls=tuple(extra_index_urls), matrix_file=matrix_file,
+                                 nix_bundle=nix_bundle),
+        jobs=jobs, cores=cores, fail_fast=fail_fast, only_failed=only_failed, force=force, debug=debug, strict=strict,
+        matrix_file=matrix_file, out=out, repo_id=repo_id, hub_cache=not no_hub_cache, endpoint=endpoint)
+    return render(build(options, as_json), as_json)
+
+
+def build(options: BuildCommandOptions, as_json: bool) -> BuildRun:
+    """The build stage with this terminal's progress display and notes."""
     progress = PlainLines(sys.stderr) if as_json else make_progress()
-    hub_cache = None if no_hub_cache else _hub_cache(project, repo_id, endpoint)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        results = Scheduler(project, backend, build_dir, options, progress, fail_fast=fail_fast,
-                            hub_cache=hub_cache).run(chosen)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        backend.close()
-    rows = [r.as_dict() for r in results]
+    return run_build(options, progress, note=lambda text: click.echo(redact(text), err=True))
+
+
+def render(run: BuildRun, as_json: bool) -> int:
+    if not run.results:  # --only-failed with nothing failed: said so already
+        return 0
+    rows = [r.as_dict() for r in run.results]
     if as_json:
-        echo_json({"build_dir": str(build_dir), "report": str(state.build_report_path(build_dir)), "variants": rows})
+        echo_json({"build_dir": str(run.build_dir), "report": str(state.build_report_path(run.build_dir)),
+                   "variants": rows})
     else:
         click.echo(render_summary(rows))
-        click.echo(f"logs: {state.logs_dir(build_dir)}")
-    # A requested variant that was not built (failed, cancelled, no toolchain) fails the command.
-    return EXIT_FAILED if any(r.state not in ("built", "fetched", "cached") for r in results) else 0
-
-
-def _backend_settings(name, project, matrix_file, base_image, ca_bundle, index_url, extra_index_urls,
-                      nix_bundle) -> dict:
-    """The options only one backend reads, for its constructor."""
-    if name == "docker":
-        return {"base_image": base_image, "ca_bundle": ca_bundle, "index_url": index_url,
-                "extra_index_urls": extra_index_urls, "matrix_file": matrix_file}
-    if name == "nix":
-        return {"project": project, "bundle": nix_bundle}
-    return {}
-
-
-def _hub_cache(project, repo_id, endpoint) -> HubCache | None:
-    """The version branch of the project's Hub repo, when there is one to read."""
-    general = project.config.general
-    source = "--repo" if repo_id else f"{project.build_toml} [general.hub] repo-id"
-    repo_id = repo_id or general.hub_repo_id
-    if not repo_id:
-        return None
-    if not is_repo_id(repo_id):
-        raise UsageError(f"{source}: `{repo_id}` is not a Hub repo id",
-                         "use ORG/NAME with letters, digits, '-', '_' and '.', or pass --no-hub-cache")
-    branch = general.hub_branch or f"v{general.version}"
-    return HubCache(repo_id, branch, endpoint, on_note=lambda note: click.echo(redact(note), err=True))
-
-
-def _interrupt(signum, frame) -> None:
-    """SIGTERM: stop like Ctrl-C (kill compilers, discard staging)."""
-    raise KeyboardInterrupt
+        click.echo(f"logs: {state.logs_dir(run.build_dir)}")
+    return 0 if run.ok else EXIT_FAILED

@@ -9,8 +9,9 @@ import click
 
 from publisher.cli.common import format_option
 from publisher.errors import EXIT_FAILED, EXIT_OK
-from publisher.findings import Severity, has_errors, render_human, render_json
+from publisher.findings import Finding, Severity, has_errors, render_human, render_json
 from publisher.project.load import load_project
+from publisher.project.model import Project
 
 
 @click.command("check")
@@ -25,6 +26,11 @@ def command(path: Path, fmt: str, config_only: bool, quiet: bool, matrix_file: P
     project, findings = load_project(path, layout=not config_only, matrix=matrix_file)
     if quiet:
         findings = [f for f in findings if f.severity is not Severity.INFO]
+    return render(path, project, findings, fmt, config_only)
+
+
+def render(path: Path, project: Project | None, findings: list[Finding], fmt: str, config_only: bool) -> int:
+    """The findings (text or JSON) and the verdict; the exit code."""
     failed = has_errors(findings)
     if fmt == "json":
         click.echo(render_json(findings, path=str(path), ok=not failed,

@@ -8,6 +8,8 @@ from typing import Any, Sequence
 
 import click
 
+from publisher.findings import Finding
+
 format_option = click.option(
     "--format",
     "fmt",
@@ -45,8 +47,10 @@ def wants_json(argv: Sequence[str]) -> bool:
     return False
 
 
-def echo_error_json(message: str, hint: str | None, exit_code: int) -> None:
+def echo_error_json(message: str, hint: str | None, exit_code: int, findings: Sequence[Finding] = ()) -> None:
     """The JSON answer of a command that stopped with an error: scripts reading
-    stdout always get a document, with the same text stderr shows."""
+    stdout always get a document, with the same text stderr shows, and the coded
+    findings behind it (a refused push: its PP findings) as `check --format json` shows them."""
     if not _printed[0]:  # a report already printed (push --dry-run, then refused) says it: stdout stays one document
-        echo_json({"ok": False, "error": {"message": message, "hint": hint, "exit_code": exit_code}})
+        error = {"message": message, "hint": hint, "exit_code": exit_code}
+        echo_json({"ok": False, "error": error, **({"findings": [f.to_json() for f in findings]} if findings else {})})

@@ -3,7 +3,7 @@ stopping before the build when the selection lacks required variants (unless
 --partial), and before the push when a selected variant failed its tests
 (always) or did not run a test on its hardware (unless --allow-untested, or
 --allow-untested-variant for load-checked variants no runner can test).
-Each step is the command of that stage, invoked as is."""
+Each step calls that stage's function and renders it as its command does."""
 
 from __future__ import annotations
 
@@ -17,10 +17,13 @@ from publisher.cli import push as push_cli
 from publisher.cli.common import matrix_option
 from publisher.cli.test import echo_run, test_options
 from publisher.errors import ProjectError
+from publisher.findings import Severity
+from publisher.options import ReleaseOptions, Selection
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.plan.planner import local_plan, make_plan, select
-from publisher.project.load import require_project
+from publisher.project.load import load_project, require_project
 from publisher.push import coverage, gate
+from publisher.push.stage import refusal, run_push
 from publisher.testing.run_variant import TestOptions
 from publisher.testing.stage import run_tests
 
@@ -51,38 +54,42 @@ def _step(title: str) -> None:
 @click.option("--private", is_flag=True, help="Create the repo as private (when it does not exist).")
 @click.option("--dry-run", is_flag=True, help="Stop at the push plan; change nothing on the Hub.")
 @click.option("--no-hub-cache", is_flag=True, help="Compile every variant, even one --repo holds with the same inputs.")
-@click.pass_context
-def command(ctx: click.Context, path: Path, repo: str, local: bool, include, skip, allow_untested: bool, load_only,
-            partial: bool, repo_id, require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private,
-            dry_run, no_hub_cache) -> int:
+def command(path: Path, repo: str, local: bool, include, skip, allow_untested: bool, load_only, partial: bool, repo_id,
+            require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private, dry_run, no_hub_cache) -> int:
     """Check, build, test and publish the kernel project in PATH."""
+    return release(ReleaseOptions(
+        path=path, repo_id=repo, selection=Selection(tuple(include), tuple(skip)), local=local,
+        allow_untested=allow_untested, load_only=tuple(load_only), partial=partial,
+        tests=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout, require_gpu=require_gpu,
+                          all_tests=all_tests),
+        matrix_file=matrix_file, endpoint=endpoint, private=private, dry_run=dry_run, hub_cache=not no_hub_cache))
+
+
+def release(options: ReleaseOptions) -> int:
+    path, include, skip = options.path, options.selection.include, options.selection.skip
     _step("check")
-    if ctx.invoke(check_cli.command, path=path, fmt="human", config_only=False, quiet=True, matrix_file=matrix_file):
+    project, findings = load_project(path, layout=True, matrix=options.matrix_file)
+    findings = [f for f in findings if f.severity is not Severity.INFO]
+    if check_cli.render(path, project, findings, "human", config_only=False):
         raise ProjectError("release stopped: `publisher check` found errors", f"run `publisher check {path}`")
     project = require_project(path)
-    matrix = load_matrix(find_matrix(project.root, matrix_file))
-    chosen = select(local_plan(project, matrix) if local else make_plan(project, matrix), include, skip)
-    gap = coverage.check(project, matrix, [p.name for p in chosen]).finding(partial, str(path))
+    matrix = load_matrix(find_matrix(project.root, options.matrix_file))
+    chosen = select(local_plan(project, matrix) if options.local else make_plan(project, matrix), include, skip)
+    gap = coverage.check(project, matrix, [p.name for p in chosen]).finding(options.partial, str(path))
     if gap is not None and gap.is_error:
         raise ProjectError(f"release stopped before the build: {gap.code} {gap.message}", gap.hint)
     if gap is not None:
         click.secho(f"warning: {gap.code} {gap.message}", fg="yellow", err=True)
 
     _step("build")
-    if ctx.invoke(build_cli.command, path=path, local=local, include=include, skip=skip, backend_name="local",
-                  jobs=None, cores=None, fail_fast=False, only_failed=False, force=False, debug=False, strict=False,
-                  as_json=False, matrix_file=matrix_file, out=None, repo_id=repo, no_hub_cache=no_hub_cache,
-                  endpoint=endpoint):
+    if build_cli.render(build_cli.build(options.build(), as_json=False), as_json=False):
         raise ProjectError("release stopped: some variants failed to build", "see the build summary above")
 
     _step("test")
-    run = run_tests(
-        project, Path(path) / "build", include=include, skip=skip, matrix_path=matrix_file,
-        options=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout,
-                            require_gpu=require_gpu, all_tests=all_tests),
-        on_progress=lambda line: click.echo(line, err=True),
-    )
+    run = run_tests(project, Path(path) / "build", include=include, skip=skip, matrix_path=options.matrix_file,
+                    options=options.tests, on_progress=lambda line: click.echo(line, err=True))
     echo_run(run, as_json=False)
+
     def listing(results) -> str:
         return "\n".join(f"  {r.variant}: {r.status}" + (f" ({r.reason})" if r.reason else "") for r in results)
 
@@ -91,9 +98,9 @@ def command(ctx: click.Context, path: Path, repo: str, local: bool, include, ski
         raise ProjectError(f"release stopped before the push: {len(failed)} variant(s) failed their tests:\n"
                            f"{listing(failed)}", "fix the kernel and release again (--allow-untested does not override this)")
     untested = [r for r in run.results if r.status in _UNTESTED
-                and not gate.admitted_load_only(r.variant, r.status, load_only)]
+                and not gate.admitted_load_only(r.variant, r.status, options.load_only)]
     if untested:
-        if not allow_untested:
+        if not options.allow_untested:
             raise ProjectError(
                 f"release stopped before the push: {len(untested)} variant(s) ran no test on their hardware:\n{listing(untested)}",
                 "test on the right hardware (scripts/gpu_test.sh), or make the tests run; --allow-untested-variant GLOB "
@@ -105,6 +112,8 @@ def command(ctx: click.Context, path: Path, repo: str, local: bool, include, ski
         )
 
     _step("push")
-    return ctx.invoke(push_cli.command, args=(repo, str(path)), private=private, dry_run=dry_run, create_pr=False,
-                      as_json=False, endpoint=endpoint, allow_untested=allow_untested, load_only=load_only, partial=partial,
-                      matrix_file=matrix_file, include=include, skip=skip, branch=None, no_card=False)
+    result = run_push(options.push(), push_cli.PushView(as_json=False))
+    push_cli.render(result, as_json=False)
+    if result.refused:
+        raise refusal(list(result.refused))
+    return 0

@@ -14,7 +14,6 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import secrets
 import socket
 import threading
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from publisher import env
 from publisher.hub_server.faults import Faults, FaultRule
 from publisher.errors import HubError
 from publisher.hub_server.storage import REPO_TYPES, Entry, Repo, Storage, lfs_pointer
@@ -112,7 +112,7 @@ class Handler(BaseHTTPRequestHandler):
     state: HubState  # set on the subclass made by make_server
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - signature of the base class
-        if os.environ.get("PUBLISHER_HUB_LOG"):
+        if env.hub_server_log():
             super().log_message(format, *args)
 
     def do_GET(self) -> None:

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from publisher import runner
+from publisher import env, runner
 from publisher.toolchains import probe as toolchain_probe
 from publisher.errors import ToolchainUnavailable
 from publisher.toolchains.spec import ToolchainSpec
@@ -74,8 +74,8 @@ class Toolchain:
 
 
 def cache_root() -> Path:
-    if os.environ.get("PUBLISHER_CACHE_DIR"):
-        return Path(os.environ["PUBLISHER_CACHE_DIR"]) / "toolchains"
+    if env.cache_dir():
+        return Path(env.cache_dir()) / "toolchains"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "publisher" / "toolchains"
 

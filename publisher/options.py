@@ -1,0 +1,114 @@
+"""Typed options of the commands that run stages (build, push, release): frozen
+values built from the parsed command line, checked here and only here, so a
+stage function receives values it can trust and never sees click."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from publisher.builder.backend import BackendSettings
+from publisher.errors import UsageError
+from publisher.push.signature import SignerWorkflow
+from publisher.testing.run_variant import TestOptions
+
+
+@dataclass(frozen=True)
+class Selection:
+    """--variant / --skip globs."""
+
+    include: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BuildCommandOptions:
+    path: Path
+    selection: Selection = Selection()
+    local: bool = False  # only the running torch's variant
+    backend: str = "local"
+    settings: BackendSettings = BackendSettings()
+    jobs: int | None = None  # None: from cores and memory
+    cores: int | None = None
+    fail_fast: bool = False
+    only_failed: bool = False
+    force: bool = False
+    debug: bool = False
+    strict: bool = False
+    matrix_file: Path | None = None
+    out: Path | None = None  # None: PATH/build
+    repo_id: str | None = None  # Hub cache repo (None: [general.hub] repo-id)
+    hub_cache: bool = True
+    endpoint: str | None = None
+
+    @property
+    def build_dir(self) -> Path:
+        return (Path(self.out) if self.out else Path(self.path) / "build").resolve()
+
+
+@dataclass(frozen=True)
+class PushOptions:
+    path: Path
+    repo_id: str | None = None  # REPO_ID as given (None: [general.hub] repo-id)
+    selection: Selection = Selection()
+    private: bool = False
+    dry_run: bool = False
+    create_pr: bool = False
+    endpoint: str | None = None
+    allow_untested: bool = False
+    load_only: tuple[str, ...] = ()  # --allow-untested-variant globs
+    partial: bool = False
+    matrix_file: Path | None = None
+    branch: str | None = None  # None: [general.hub] branch, else v<version>
+    card: bool = True
+    signer: SignerWorkflow | None = None
+
+    @classmethod
+    def from_args(cls, args: tuple[str, ...], *, signer_workflow: str | None = None, **values) -> PushOptions:
+        """`publisher push [REPO_ID] [PATH]`: one argument is PATH when it names a folder."""
+        if len(args) > 2:
+            raise UsageError("too many arguments: expected [REPO_ID] [PATH]")
+        if len(args) == 1 and Path(args[0]).is_dir():
+            repo_id, path = None, Path(args[0])
+        else:
+            repo_id, path = (args[0] if args else None), Path(args[1] if len(args) > 1 else ".")
+        return cls(path=path, repo_id=repo_id, signer=parse_signer(signer_workflow), **values)
+
+
+def parse_signer(value: str | None) -> SignerWorkflow | None:
+    if not value:
+        return None
+    try:
+        return SignerWorkflow.parse(value)
+    except ValueError as err:
+        raise UsageError(f"--signer-workflow (or GITHUB_WORKFLOW_REF): {err}",
+                         "give the signing workflow as GitHub Actions names it, e.g. "
+                         "your-org/your-repo/.github/workflows/release.yml@refs/heads/main") from None
+
+
+@dataclass(frozen=True)
+class ReleaseOptions:
+    path: Path
+    repo_id: str
+    selection: Selection = Selection()
+    local: bool = False
+    allow_untested: bool = False
+    load_only: tuple[str, ...] = ()
+    partial: bool = False
+    tests: TestOptions = TestOptions()
+    matrix_file: Path | None = None
+    endpoint: str | None = None
+    private: bool = False
+    dry_run: bool = False
+    hub_cache: bool = True
+
+    def build(self) -> BuildCommandOptions:
+        """The build step: the local backend, every other setting at its default."""
+        return BuildCommandOptions(path=self.path, selection=self.selection, local=self.local,
+                                   matrix_file=self.matrix_file, repo_id=self.repo_id, hub_cache=self.hub_cache,
+                                   endpoint=self.endpoint)
+
+    def push(self) -> PushOptions:
+        return PushOptions(path=self.path, repo_id=self.repo_id, selection=self.selection, private=self.private,
+                           dry_run=self.dry_run, endpoint=self.endpoint, allow_untested=self.allow_untested,
+                           load_only=self.load_only, partial=self.partial, matrix_file=self.matrix_file)
