@@ -14,8 +14,8 @@ import click
 
 from publisher import __version__
 from publisher.cli.common import echo_error_json, start_command, wants_json
-from publisher.findings import Finding
 from publisher.errors import EXIT_BUG, EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, PublisherError
+from publisher.findings import Finding
 from publisher.secrets import redact
 
 # command name -> module under publisher.cli

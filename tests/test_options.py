@@ -1,0 +1,98 @@
+"""The options layer: command lines become frozen, checked option values; the
+environment variables of publisher's own are read in one module."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+import publisher
+from publisher import env
+from publisher.errors import UsageError
+from publisher.options import BuildCommandOptions, PushOptions, ReleaseOptions, Selection
+
+SOURCE = Path(publisher.__file__).parent
+# Files that run inside a variant's test environment, without publisher importable:
+# they read the variables publisher sets for them (the test protocol).
+CHILD_SIDE = {"testing/plugin.py", "testing/default_test.py"}
+
+
+def test_push_arguments_one_folder_is_the_path(tmp_path):
+    options = PushOptions.from_args((str(tmp_path),))
+    assert (options.repo_id, options.path) == (None, tmp_path)
+    options = PushOptions.from_args(("org/kernel",))
+    assert (options.repo_id, options.path) == ("org/kernel", Path("."))
+    options = PushOptions.from_args(("org/kernel", str(tmp_path)), dry_run=True)
+    assert (options.repo_id, options.path, options.dry_run) == ("org/kernel", tmp_path, True)
+
+
+def test_push_arguments_too_many_is_a_usage_error():
+    with pytest.raises(UsageError, match=r"too many arguments: expected \[REPO_ID\] \[PATH\]"):
+        PushOptions.from_args(("a/b", ".", "extra"))
+
+
+def test_a_bad_signer_workflow_names_the_option_and_the_expected_form():
+    with pytest.raises(UsageError) as err:
+        PushOptions.from_args(("org/kernel",), signer_workflow="not a workflow")
+    assert err.value.message.startswith("--signer-workflow (or GITHUB_WORKFLOW_REF): ")
+    assert ".github/workflows/release.yml@refs/heads/main" in err.value.hint
+    good = PushOptions.from_args(("org/kernel",), signer_workflow="org/repo/.github/workflows/release.yml@refs/heads/main")
+    assert good.signer is not None
+
+
+def test_options_are_frozen():
+    options = PushOptions(path=Path("."))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.dry_run = True  # type: ignore[misc]
+
+
+def test_build_folder_defaults_to_path_build_and_follows_out(tmp_path):
+    assert BuildCommandOptions(path=tmp_path).build_dir == (tmp_path / "build").resolve()
+    assert BuildCommandOptions(path=tmp_path, out=tmp_path / "elsewhere").build_dir == (tmp_path / "elsewhere").resolve()
+
+
+def test_release_hands_its_choices_to_the_build_and_push_steps(tmp_path):
+    release = ReleaseOptions(path=tmp_path, repo_id="org/kernel", selection=Selection(("torch2*",), ("*cu126*",)),
+                             local=True, allow_untested=True, load_only=("*rocm*",), partial=True,
+                             matrix_file=tmp_path / "m.yaml", endpoint="http://127.0.0.1:1", private=True,
+                             dry_run=True, hub_cache=False)
+    build = release.build()
+    assert (build.path, build.selection, build.local, build.backend) == (tmp_path, release.selection, True, "local")
+    assert (build.repo_id, build.hub_cache, build.endpoint, build.matrix_file) == (
+        "org/kernel", False, "http://127.0.0.1:1", tmp_path / "m.yaml")
+    push = release.push()
+    assert (push.path, push.repo_id, push.selection) == (tmp_path, "org/kernel", release.selection)
+    assert (push.allow_untested, push.load_only, push.partial, push.private, push.dry_run) == (
+        True, ("*rocm*",), True, True, True)
+    assert (push.create_pr, push.branch, push.card, push.signer) == (False, None, True, None)
+
+
+def test_publisher_settings_are_read_from_the_environment(monkeypatch):
+    for name in ("PUBLISHER_CACHE_DIR", "PUBLISHER_DOCKER_BASE_IMAGE", "PUBLISHER_NIX_KERNEL_BUILDER",
+                 "PUBLISHER_HUB_LOG", "PUBLISHER_DOCKER_CACHE_VOLUME"):
+        monkeypatch.delenv(name, raising=False)
+    assert (env.cache_dir(), env.docker_base_image(), env.nix_kernel_builder(), env.hub_server_log()) == (
+        None, None, None, False)
+    assert env.docker_cache_volume() == "publisher-cache"
+    monkeypatch.setenv("PUBLISHER_CACHE_DIR", "/c")
+    monkeypatch.setenv("PUBLISHER_DOCKER_BASE_IMAGE", "img:1")
+    monkeypatch.setenv("PUBLISHER_NIX_KERNEL_BUILDER", "path:/kb")
+    monkeypatch.setenv("PUBLISHER_HUB_LOG", "1")
+    monkeypatch.setenv("PUBLISHER_DOCKER_CACHE_VOLUME", "vol")
+    assert (env.cache_dir(), env.docker_base_image(), env.nix_kernel_builder(), env.hub_server_log()) == (
+        "/c", "img:1", "path:/kb", True)
+    assert env.docker_cache_volume() == "vol"
+
+
+def test_publisher_variables_are_read_only_in_env_py():
+    reads = re.compile(r"""(?:environ\.get\(|environ\[|getenv\()\s*["'](PUBLISHER_\w+)""")
+    readers = {}
+    for path in SOURCE.rglob("*.py"):
+        where = str(path.relative_to(SOURCE))
+        if where != "env.py" and where not in CHILD_SIDE:
+            for name in reads.findall(path.read_text(encoding="utf-8")):
+                readers.setdefault(name, []).append(where)
+    assert readers == {}
