@@ -96,3 +96,12 @@ def test_publisher_variables_are_read_only_in_env_py():
             for name in reads.findall(path.read_text(encoding="utf-8")):
                 readers.setdefault(name, []).append(where)
     assert readers == {}
+
+
+def test_test_children_read_only_the_protocol_names():
+    from publisher.testing import protocol
+
+    named = set()
+    for child in ("plugin.py", "default_test.py", "device.py"):
+        named |= set(re.findall(r"\bPUBLISHER_[A-Z_]+\b", (SOURCE / "testing" / child).read_text(encoding="utf-8")))
+    assert named and named <= set(protocol.NAMES), sorted(named - set(protocol.NAMES))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from publisher import runner, state
-from publisher.testing import report
+from publisher.testing import protocol, report
 from publisher.testing.environment import TestEnvironment
 from publisher.testing.report import VariantTestResult
 from publisher.plan.variants import Variant
@@ -31,7 +31,7 @@ from publisher.plan.variants import Variant
 HERE = Path(__file__).parent
 PROBE_TIMEOUT = 180
 _GET_KERNEL_RE = re.compile(r"""get_kernel\(\s*["']([\w.-]+/[\w.-]+)["']""")
-_DEVICE_RE = re.compile(r"^PUBLISHER_DEVICE (\{.*\})$", re.M)
+_DEVICE_RE = re.compile(rf"^{protocol.DEVICE_LINE} (\{{.*\}})$", re.M)
 _MISSING_MODULE_RE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 
 
@@ -187,11 +187,13 @@ def run_variant(
         child_env.update(
             PYTHONDONTWRITEBYTECODE="1",  # keep __pycache__ out of the variant folder
             PYTHONPATH=os.pathsep.join([str(tmp / "import")] + ([child_env["PYTHONPATH"]] if child_env.get("PYTHONPATH") else [])),
-            PUBLISHER_TEST_EVENTS=str(tmp / "events.jsonl"),
-            PUBLISHER_TEST_BACKEND=variant.backend,
-            PUBLISHER_TEST_KERNEL_DIR=str(tmp / "kernel"),
-            PUBLISHER_TEST_VARIANT_DIR=str(tmp / "kernel" / "build" / target.name),
         )
+        child_env.update({
+            protocol.EVENTS: str(tmp / "events.jsonl"),
+            protocol.BACKEND: variant.backend,
+            protocol.KERNEL_DIR: str(tmp / "kernel"),
+            protocol.VARIANT_DIR: str(tmp / "kernel" / "build" / target.name),
+        })
         if repo_id:
             child_env["LOCAL_KERNELS"] = f"{repo_id}={tmp / 'kernel'}"
 
@@ -205,9 +207,9 @@ def run_variant(
                               reason=f"torch does not start in {env.python} ({env.origin})")
             load_only = not probed["accelerators"].get(accelerator, False)
         if load_only:
-            child_env["PUBLISHER_TEST_LOAD_ONLY"] = "1"
+            child_env[protocol.LOAD_ONLY] = "1"
             _use_default_test(tmp)  # the project's tests need the hardware
-        child_env["PUBLISHER_TEST_DEVICE_OUT"] = str(tmp / "device.json")
+        child_env[protocol.DEVICE_OUT] = str(tmp / "device.json")
         argv = _pytest_argv(env, tmp, target, load_only, options.all_tests)
         run = runner.run(argv, cwd=tmp, env=child_env, log=log, on_line=on_line, timeout=options.timeout)
         events = report.read_events(tmp / "events.jsonl")

@@ -1,0 +1,16 @@
+"""The names of what publisher hands a variant's test process (run_variant.py
+sets them; plugin.py, default_test.py and device.py read or print them in the
+variant's own environment, where publisher cannot be imported, so they spell
+them out: tests/test_options.py checks that they spell only these)."""
+
+from __future__ import annotations
+
+EVENTS = "PUBLISHER_TEST_EVENTS"  # file the plugin appends one JSON line per test event to
+BACKEND = "PUBLISHER_TEST_BACKEND"  # the variant's backend (cpu, cuda, ...)
+KERNEL_DIR = "PUBLISHER_TEST_KERNEL_DIR"  # folder holding build/<variant> (only the variant under test)
+VARIANT_DIR = "PUBLISHER_TEST_VARIANT_DIR"  # that variant folder (for metadata.json)
+LOAD_ONLY = "PUBLISHER_TEST_LOAD_ONLY"  # "1": import and check op registration, call nothing
+DEVICE_OUT = "PUBLISHER_TEST_DEVICE_OUT"  # file the plugin records the device the tests ran on in
+DEVICE_LINE = "PUBLISHER_DEVICE"  # prefix of device.py's one-line answer to the probe
+
+NAMES = (EVENTS, BACKEND, KERNEL_DIR, VARIANT_DIR, LOAD_ONLY, DEVICE_OUT, DEVICE_LINE)
