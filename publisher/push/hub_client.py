@@ -30,7 +30,7 @@ from huggingface_hub.utils import get_token  # noqa: E402
 
 from publisher import __version__, secrets  # noqa: E402
 from publisher.errors import (  # noqa: E402
-    AuthError, ConflictError, EnvironmentProblem, OfflineError, PublisherError, TransientError, UsageError,
+    AuthError, ConflictError, EnvironmentProblem, OfflineError, PublisherError, TransientError,
 )
 
 REPO_TYPE = "kernel"

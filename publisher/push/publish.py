@@ -22,7 +22,7 @@ from functools import partial
 from dataclasses import dataclass
 from pathlib import Path
 
-from publisher.errors import ConflictError, ProjectError, TransientError, UsageError, VerificationFailed
+from publisher.errors import ConflictError, TransientError, UsageError, VerificationFailed
 from publisher.push.hub_client import HubClient, RemoteFile, Upload
 from publisher.push.changes import ADD, DELETE, LocalFile, PushPlan, benchmark_files, make_plan
 from publisher.push.verify import compare
