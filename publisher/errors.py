@@ -121,3 +121,7 @@ class HubError(Exception):
         self.status = status
         self.message = message
         self.code = code
+
+
+class ConnectionDropped(Exception):
+    """hub-server closes the connection without an answer (fault injection, or the client went away)."""

@@ -17,7 +17,7 @@ from publisher.cli import push as push_cli
 from publisher.cli.common import matrix_option
 from publisher.cli.test import echo_run, test_options
 from publisher.errors import ProjectError
-from publisher.findings import Severity
+from publisher.findings import Severity, render_line
 from publisher.options import ReleaseOptions, Selection
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.plan.planner import local_plan, make_plan, select
@@ -79,7 +79,7 @@ def release(options: ReleaseOptions) -> int:
     if gap is not None and gap.is_error:
         raise ProjectError(f"release stopped before the build: {gap.code} {gap.message}", gap.hint)
     if gap is not None:
-        click.secho(f"warning: {gap.code} {gap.message}", fg="yellow", err=True)
+        click.secho(f"warning: {render_line(gap)}", fg="yellow", err=True)
 
     _step("build")
     if build_cli.render(build_cli.build(options.build(), as_json=False), as_json=False):

@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from publisher import env
 from publisher.hub_server.faults import Faults, FaultRule
-from publisher.errors import HubError
+from publisher.errors import ConnectionDropped, HubError
 from publisher.hub_server.storage import REPO_TYPES, Entry, Repo, Storage, lfs_pointer
 
 _PREFIXES = {"datasets": "dataset", "spaces": "space", "kernels": "kernel"}
@@ -102,10 +102,6 @@ class HubState:
         return hmac.new(self.secret, f"{repo.type}/{repo.id}/{oid}/{size}".encode(), hashlib.sha256).hexdigest()
 
 
-class _Dropped(Exception):
-    """Close the connection without an answer (fault injection)."""
-
-
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "publisher-hub/1"
@@ -150,8 +146,8 @@ class Handler(BaseHTTPRequestHandler):
                 return
             reply = action()
             if rule is not None:  # drop-after: the work is done, the answer is lost
-                raise _Dropped()
-        except _Dropped:
+                raise ConnectionDropped()
+        except ConnectionDropped:
             self._drain_quietly()
             self.state.count(kind, self._body_read)
             self.close_connection = True
@@ -174,7 +170,7 @@ class Handler(BaseHTTPRequestHandler):
             length = int(self.headers.get("Content-Length") or 0)
             if length:
                 self._read(max(1, length // 2))
-            raise _Dropped()
+            raise ConnectionDropped()
         self._drain_quietly()
         self.state.count(kind, self._body_read)
         self._send(self._error(HubError(rule.status, f"Injected fault: {kind} answers {rule.status}")), head=False)
@@ -225,7 +221,7 @@ class Handler(BaseHTTPRequestHandler):
         while remaining:
             chunk = self.rfile.read(min(remaining, _CHUNK))
             if not chunk:
-                raise _Dropped()
+                raise ConnectionDropped()
             remaining -= len(chunk)
             self._body_read += len(chunk)
             yield chunk
@@ -249,7 +245,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             for _ in self._body_chunks():
                 pass
-        except (_Dropped, OSError, ValueError):
+        except (ConnectionDropped, OSError, ValueError):
             self.close_connection = True
 
     # -- auth ----------------------------------------------------------------
