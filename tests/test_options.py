@@ -105,3 +105,24 @@ def test_test_children_read_only_the_protocol_names():
     for child in ("plugin.py", "default_test.py", "device.py"):
         named |= set(re.findall(r"\bPUBLISHER_[A-Z_]+\b", (SOURCE / "testing" / child).read_text(encoding="utf-8")))
     assert named and named <= set(protocol.NAMES), sorted(named - set(protocol.NAMES))
+
+
+def test_each_backend_takes_the_settings_it_reads(tmp_path):
+    from push_fixtures import write_scale
+
+    from publisher.backends import get_backend
+    from publisher.options import BackendSettings
+    from publisher.project.load import require_project
+
+    write_scale(tmp_path / "scale")
+    project = require_project(tmp_path / "scale")
+    settings = BackendSettings(base_image="example.org/builder:1", index_url="https://pypi.example.org/simple",
+                               matrix_file=tmp_path / "m.yaml", nix_bundle=True)
+    docker = get_backend("docker", project, settings)
+    assert (docker.name, docker.base_image, docker.matrix_file) == (
+        "docker", "example.org/builder:1", (tmp_path / "m.yaml").resolve())
+    assert get_backend("nix", project, settings).bundle is True
+    assert get_backend("nix", project).bundle is False
+    assert get_backend("local", project, settings).name == "local"
+    with pytest.raises(UsageError, match="unknown build backend 'podman'"):
+        get_backend("podman", project, settings)
