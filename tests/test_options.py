@@ -126,3 +126,11 @@ def test_each_backend_takes_the_settings_it_reads(tmp_path):
     assert get_backend("local", project, settings).name == "local"
     with pytest.raises(UsageError, match="unknown build backend 'podman'"):
         get_backend("podman", project, settings)
+
+
+def test_only_the_commands_know_click():
+    """Only publisher/cli/ parses command lines: options, stages and renderers can be called from code as they are."""
+    importing = sorted(str(path.relative_to(SOURCE)) for path in SOURCE.rglob("*.py")
+                       if path.relative_to(SOURCE).parts[0] != "cli"
+                       and re.search(r"^\s*(import click|from click)", path.read_text(encoding="utf-8"), re.M))
+    assert importing == []
