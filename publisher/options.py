@@ -39,6 +39,7 @@ class BuildCommandOptions:
     out: Path | None = None  # None: PATH/build
     repo_id: str | None = None  # Hub cache repo (None: [general.hub] repo-id)
     hub_cache: bool = True
+    hub_cache_trust: tuple[str, ...] = ()  # --hub-cache-trust: owners or repo ids whose binaries may be reused
     endpoint: str | None = None
 
     @property

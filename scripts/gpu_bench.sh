@@ -24,7 +24,7 @@ if ls "$root"/.whl/*.whl >/dev/null 2>&1; then
 fi
 python3 -c "import kernels" || { echo "the kernels client is missing: put its wheel in .whl/" >&2; exit 3; }
 
-export LOCAL_KERNELS="kernels-publisher/rmsnorm=$build" PYTHONUNBUFFERED=1
+export LOCAL_KERNELS="your-hf-org/rmsnorm=$build" PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$out/env.txt"
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$out/env.txt"
 ls "$build" | tee -a "$out/env.txt"

@@ -21,11 +21,11 @@ grep -cE "LDL|STL" /tmp/sass.txt
 grep -oE "ACQBULK|PREEXIT" /tmp/sass.txt | sort | uniq -c
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
   "$root"/.whl/*.whl && export PYTHONPATH=/tmp/site
-export LOCAL_KERNELS="kernels-publisher/rmsnorm=$root/kernel_projects/rmsnorm/build"
+export LOCAL_KERNELS="your-hf-org/rmsnorm=$root/kernel_projects/rmsnorm/build"
 # An op that raises must raise, not crash (a newer g++ than the loaded libstdc++ once made it crash).
 python3 - <<'PY' || echo "rms_norm with a wrong weight shape CRASHED"
 import kernels, torch
-k = kernels.get_kernel("kernels-publisher/rmsnorm", version=1)
+k = kernels.get_kernel("your-hf-org/rmsnorm", version=1)
 try:
     k.rms_norm(torch.randn(4, 128, device="cuda", dtype=torch.bfloat16), torch.ones(64, device="cuda", dtype=torch.bfloat16), 1e-6)
 except RuntimeError as e:

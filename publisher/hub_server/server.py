@@ -38,11 +38,12 @@ _CHUNK = 1024 * 1024
 @dataclass(frozen=True)
 class ServerConfig:
     """tokens: token -> "write" or "read". trusted_orgs: orgs whose overview says
-    trustedKernelPublisher (None = every org)."""
+    trustedKernelPublisher (None = every org). orgs: the user's orgs -> roleInOrg."""
 
     tokens: Mapping[str, str] = field(default_factory=dict)
     trusted_orgs: frozenset[str] | None = None
     user: str = "publisher-dev"
+    orgs: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -362,7 +363,8 @@ class Handler(BaseHTTPRequestHandler):
         if token is None:
             raise HubError(401, "Authorization required")
         role = self.state.config.tokens[token]
-        return _json({"type": "user", "name": self.state.config.user, "orgs": [],
+        orgs = [{"type": "org", "name": name, "roleInOrg": in_org} for name, in_org in self.state.config.orgs.items()]
+        return _json({"type": "user", "name": self.state.config.user, "orgs": orgs,
                       "auth": {"type": "access_token", "accessToken": {"displayName": "token", "role": role}}})
 
     def _validate_yaml(self) -> Reply:

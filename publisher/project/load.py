@@ -215,7 +215,8 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
     if has_errors(findings) or upgraded is None:
         return None, findings
     config = to_config(upgraded, written)
-    project = Project(config=config, build_toml=build_toml, root=root, platforms=settings.platforms)
+    project = Project(config=config, build_toml=build_toml, root=root, platforms=settings.platforms,
+                      hub_cache_trust=settings.hub_cache_trust)
     findings += _place(platform_findings(project, matrix), data, text, file)
     return project, findings
 

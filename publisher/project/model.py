@@ -109,6 +109,7 @@ class Project:
     build_toml: Path
     root: Path | None
     platforms: tuple[str, ...] | None = None  # publisher.toml `platforms`; None = every platform
+    hub_cache_trust: tuple[str, ...] = ()  # publisher.toml `hub-cache-trust`
 
     @property
     def name(self) -> str:

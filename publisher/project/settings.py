@@ -1,7 +1,8 @@
 """publisher.toml: publisher's own settings for a project, beside build.toml
-(which admits upstream's keys only). Today one setting:
+(which admits upstream's keys only):
 
     platforms = ["x86_64-linux"]   # build only for these (default: every platform of the matrix)
+    hub-cache-trust = ["my-org"]   # `build` may reuse binaries from these owners' (or ORG/NAME) repos
 
 Upstream expresses the same restriction in Nix code (a flake's `torchVersions`
 filter), which cannot be read without evaluating it."""
@@ -19,14 +20,16 @@ except ModuleNotFoundError:  # Python 3.10
 from publisher.findings import Finding
 from publisher.codes import finding
 from publisher.plan.variants import Platform, all_platforms
+from publisher.hub_names import is_trust_entry
 
 FILE_NAME = "publisher.toml"
-_KEYS = ("platforms",)
+_KEYS = ("platforms", "hub-cache-trust")
 
 
 @dataclass(frozen=True)
 class Settings:
     platforms: tuple[str, ...] | None = None  # None: every platform of the matrix
+    hub_cache_trust: tuple[str, ...] = ()  # owners (ORG) or repos (ORG/NAME) whose binaries a build may reuse
 
 
 def read_settings(root: Path | None) -> tuple[Settings, list[Finding]]:
@@ -41,11 +44,13 @@ def read_settings(root: Path | None) -> tuple[Settings, list[Finding]]:
                                     hint="fix the TOML syntax")]
     problems = [finding("PB501", f"unknown key `{key}`", file=file, field=key,
                         hint=f"{FILE_NAME} knows: {', '.join(_KEYS)}") for key in data if key not in _KEYS]
+    trust, trust_problems = _trust(data.get("hub-cache-trust"), file)
+    problems += trust_problems
     platforms = data.get("platforms")
     if platforms is None:
-        return Settings(), problems
+        return Settings(hub_cache_trust=trust), problems
     if not isinstance(platforms, list) or not platforms or not all(isinstance(p, str) for p in platforms):
-        return Settings(), problems + [finding("PB501", "`platforms` must be a non-empty list of platform names",
+        return Settings(hub_cache_trust=trust), problems + [finding("PB501", "`platforms` must be a non-empty list of platform names",
                                                file=file, field="platforms",
                                                hint=f"e.g. platforms = [\"x86_64-linux\"]; known: {', '.join(all_platforms())}")]
     for name in platforms:
@@ -54,4 +59,14 @@ def read_settings(root: Path | None) -> tuple[Settings, list[Finding]]:
         except ValueError as err:
             problems.append(finding("PB501", str(err), file=file, field="platforms",
                                     hint=f"known platforms: {', '.join(all_platforms())}"))
-    return Settings(tuple(dict.fromkeys(platforms))), problems
+    return Settings(tuple(dict.fromkeys(platforms)), trust), problems
+
+
+def _trust(value: object, file: str) -> tuple[tuple[str, ...], list[Finding]]:
+    """`hub-cache-trust`: a list of owners or repo ids."""
+    if value is None:
+        return (), []
+    if isinstance(value, list) and all(isinstance(v, str) and is_trust_entry(v) for v in value):
+        return tuple(dict.fromkeys(value)), []
+    return (), [finding("PB501", "`hub-cache-trust` must be a list of Hub owners (ORG) or repo ids (ORG/NAME)",
+                        file=file, field="hub-cache-trust", hint='e.g. hub-cache-trust = ["my-org"]')]

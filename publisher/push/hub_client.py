@@ -32,6 +32,7 @@ from publisher import __version__, secrets  # noqa: E402
 from publisher.errors import (  # noqa: E402
     AuthError, ConflictError, EnvironmentProblem, OfflineError, PublisherError, TransientError,
 )
+from publisher.hub_names import is_repo_id  # noqa: E402,F401 - re-exported for callers
 
 REPO_TYPE = "kernel"
 _TRANSIENT_STATUS = (429, 500, 502, 503, 504)
@@ -91,11 +92,6 @@ class RetryPolicy:
     def from_env(cls) -> "RetryPolicy":
         """PUBLISHER_HUB_RETRIES / PUBLISHER_HUB_BACKOFF let tests and slow links tune the policy."""
         return cls(attempts=env.hub_attempts(cls.attempts), base_seconds=env.hub_backoff(cls.base_seconds))
-
-
-def is_repo_id(text: str) -> bool:
-    """ORG/NAME as the Hub accepts it (checked before any call, for a clear usage error)."""
-    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*", text)) and ".." not in text and "--" not in text
 
 
 def is_transient(err: BaseException) -> bool:
@@ -236,6 +232,26 @@ class HubClient:
                                          local_dir=str(local_dir))
 
         self._call(f"download from {repo_id}@{revision[:12]}", fetch)
+
+    def whoami(self) -> dict | None:
+        """The token's account (name, orgs, token role), or None without a token."""
+        if not self.token:
+            return None
+        return self._call("look up the token's account", lambda: self.api.whoami())
+
+    def trusted_publisher(self, owner: str) -> bool:
+        """Whether the Hub marks `owner` a trusted kernel publisher (what
+        kernels.get_kernel checks); a user, not an org, is never one."""
+        def overview() -> bool:
+            try:
+                info = self.api.get_organization_overview(owner)
+            except HfHubHTTPError as err:
+                if _status(err) == 404:  # a user, or no such org
+                    return False
+                raise
+            return bool(getattr(info, "trustedKernelPublisher", False))
+
+        return self._call(f"look up {owner} on the Hub", overview)
 
     # -- writes --------------------------------------------------------------
     def commit(self, repo_id: str, branch: str, uploads: Iterable[Upload], message: str, parent_commit: str,

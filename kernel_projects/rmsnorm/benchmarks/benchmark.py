@@ -367,7 +367,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("benchmark needs a CUDA GPU", file=sys.stderr)
         return 2
-    kernel = kernels.get_kernel("kernels-publisher/rmsnorm", version=1)
+    kernel = kernels.get_kernel("your-hf-org/rmsnorm", version=1)
     torch.manual_seed(int(time.time()))
 
     copy_bw = copy_bandwidth()

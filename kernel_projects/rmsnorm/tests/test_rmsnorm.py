@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-rmsnorm = kernels.get_kernel("kernels-publisher/rmsnorm", version=1)
+rmsnorm = kernels.get_kernel("your-hf-org/rmsnorm", version=1)
 
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 # Output tolerance: one rounding to the dtype plus float32 accumulation.

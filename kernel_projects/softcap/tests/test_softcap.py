@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-softcap = kernels.get_kernel("kernels-publisher/softcap", version=1)
+softcap = kernels.get_kernel("your-hf-org/softcap", version=1)
 
 RTOL = {torch.bfloat16: 2**-8, torch.float16: 2**-10, torch.float32: 1e-5}
 
