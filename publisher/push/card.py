@@ -7,17 +7,23 @@ card is generated: front matter, a usage snippet with the right `version=`,
 functions and layers read statically from the package's `__all__`, the
 variants with where they were tested, and the benchmark table and plot when
 benchmarks/results.json exists.
+
+Every relative link of the card must resolve on `main`, where the card goes:
+the project files it links (a plot, a results file, a doc) are committed with
+it, and a link to a file the project lacks stops the push before any commit.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from publisher.errors import ProjectError
 from publisher.project.model import Project
 from publisher.push.signature import SignerWorkflow
 
@@ -33,7 +39,7 @@ class VariantRow:
 @dataclass(frozen=True)
 class Card:
     text: str
-    media: dict[str, Path]  # repo path -> local file (plots the card shows)
+    media: dict[str, Path]  # repo path -> local file (what the card links: plots, results, docs)
 
 
 def _all_names(path: Path) -> list[str] | None:
@@ -81,17 +87,43 @@ def describe_test(entry: dict | None) -> str:
     return f"{label}{n} on {where}" + (f" ({env})" if env else "")
 
 
-def _benchmarks(root: Path) -> tuple[str, dict[str, Path]]:
-    """A markdown table from benchmarks/results.json and the plots beside it."""
+# markdown [text](target "title") / ![alt](target), and HTML src="..." / href="..."
+_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'(][^)]*)?\)|\b(?:src|href)\s*=\s*[\"']([^\"']+)[\"']")
+_ABSOLUTE = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*:|/|#)")
+
+
+def linked_files(text: str, root: Path, source: str) -> dict[str, Path]:
+    """The project files the card's relative links name (repo path -> file);
+    `source` names the card in the error for a link to nothing."""
+    media: dict[str, Path] = {}
+    base = root.resolve()
+    for match in _LINK.finditer(text):
+        target = (match.group(1) or match.group(2)).split("#", 1)[0].split("?", 1)[0]
+        if not target or _ABSOLUTE.match(target):
+            continue
+        local = (base / target).resolve()
+        rel = local.relative_to(base).as_posix() if local.is_relative_to(base) else None
+        if rel == "README.md":  # the card itself
+            continue
+        if rel is None or not local.is_file():
+            raise ProjectError(f"{source}: the card links `{target}`, which is not a file of the project, "
+                               "so it would not resolve on the Hub",
+                               "add the file under the project folder, or link it with an absolute URL, or remove the link")
+        media[rel] = local
+    return dict(sorted(media.items()))
+
+
+def _benchmarks(root: Path) -> tuple[str, list[str]]:
+    """A markdown table from benchmarks/results.json, and the plots beside it."""
     folder = root / "benchmarks"
-    media = {f"benchmarks/{p.name}": p for p in sorted(folder.glob("*.png"))} if folder.is_dir() else {}
+    plots = [f"benchmarks/{p.name}" for p in sorted(folder.glob("*.png"))] if folder.is_dir() else []
     try:
         data = json.loads((folder / "results.json").read_text())
     except (OSError, ValueError):
-        return "", media
+        return "", plots
     rows = data.get("results", data) if isinstance(data, dict) else data
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
-        return "", media
+        return "", plots
     columns = list(dict.fromkeys(k for r in rows for k in r if not isinstance(r[k], (dict, list))))
 
     def fmt(value) -> str:
@@ -105,7 +137,7 @@ def _benchmarks(root: Path) -> tuple[str, dict[str, Path]]:
         lines.append("Measured on " + ", ".join(f"{k} {v}" for k, v in context.items()) + ".")
     elif isinstance(context, str):
         lines += ["", f"Measured on {context}."]
-    return "\n".join(lines), media
+    return "\n".join(lines), plots
 
 
 def _front_matter(project: Project, backends: list[str]) -> str:
@@ -154,7 +186,7 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
     root = project.root
     assert root is not None
     functions, layers = functions_and_layers(project.package_dir)
-    bench_table, media = _benchmarks(root)
+    bench_table, plots = _benchmarks(root)
     has_benchmark = (root / "benchmarks" / "benchmark.py").exists()
     backends = sorted({v.backend for v in variants})
     template = root / "CARD.md"
@@ -172,7 +204,7 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
             text = _front_matter(project, backends) + "\n" + text
         if missing and "## Missing variants" not in text:
             text = text.rstrip() + "\n" + "\n".join(_missing_section(missing)) + "\n"
-        return Card(text, media)
+        return Card(text, linked_files(text, root, str(template)))
 
     out = [_front_matter(project, backends), f"# {project.name}", ""]
     out += [f"A kernel for the [`kernels`](https://github.com/huggingface/kernels) library, version {version} "
@@ -189,15 +221,16 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
     out += ["", "## Variants", "", "| variant | backend | architectures | tested |", "|---|---|---|---|"]
     out += [f"| `{v.name}` | {v.backend} | {', '.join(v.archs) or '-'} | {v.tested} |" for v in variants]
     out += _missing_section(missing)
-    if bench_table or media:
+    if bench_table or plots:
         out += ["", "## Benchmarks", ""]
         if bench_table:
             out += [bench_table, ""]
-        out += [f"![{Path(p).stem}]({p})" for p in media]
+        out += [f"![{Path(p).stem}]({p})" for p in plots]
         if has_benchmark:
             out += ["", f"Run them yourself: `kernels benchmark {repo_id}`."]
     if signed:
         out += ["", *signing_section(repo_id, version, signer)]
     if project.config.general.upstream:
         out += ["", "## Source", "", f"Adapted from {project.config.general.upstream}."]
-    return Card("\n".join(out).rstrip() + "\n", media)
+    text = "\n".join(out).rstrip() + "\n"
+    return Card(text, linked_files(text, root, "the generated card"))
