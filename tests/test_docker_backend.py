@@ -220,3 +220,22 @@ def test_index_settings_pass_the_ca_bundle_and_mount_only_local_indexes_that_exi
     assert len(mounts) == 3
     assert any("missing-wheels" in n for n in settings.notes) and any("/nowhere" in n for n in settings.notes)
     assert settings.build_args() == {"PIP_INDEX_URL": "https://pypi.corp.example/simple"}
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_engine
+def test_no_hub_cache_means_no_hub_lookup_outside_or_inside_the_container(hub_env, tmp_path):
+    project = write_tiny_project(tmp_path / "tiny", git=True)
+    env = dict(hub_env.env(), PUBLISHER_DOCKER_BASE_IMAGE=BASE_IMAGE)
+    result = subprocess.run([sys.executable, "-m", "publisher", "build", str(project), "--backend", "docker",
+                             "--matrix", str(LOCAL_MATRIX), "--variant", LOCAL_VARIANT, "--repo", "someorg/tiny",
+                             "--no-hub-cache", "--json"], capture_output=True, text=True, timeout=1500, env=env)
+    entry = _states(result)[LOCAL_VARIANT]
+    assert entry["state"] == "built", entry["error"]
+    assert hub_env.state.requests == {}  # the driver asked our Hub nothing
+    # the container has no Hub to ask: a lookup in it would leave a "hub cache" note in the inner log
+    log = Path(entry["log"]).read_text()
+    assert "--- build log inside the container ---" in log and "hub cache" not in log
+    assert "hub cache" not in result.stderr
+    assert _our_containers(project) == []
