@@ -39,14 +39,15 @@ class SignerWorkflow:
 def bundle_problem(variant_dir: Path) -> str | None:
     """Why the variant's bundle cannot stand for its metadata.json; None when it
     can, or when the variant carries no bundle (unsigned)."""
+    path = Path(variant_dir) / SIGNATURE
+    if not path.is_file():
+        return None
+    # only now: sigstore's import costs more CPU than the rest of a small push
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec
     from sigstore.models import Bundle, InvalidBundle
 
-    path = Path(variant_dir) / SIGNATURE
-    if not path.is_file():
-        return None
     try:
         bundle = Bundle.from_json(path.read_bytes())  # the parser `kernels.verify` uses
     except (InvalidBundle, ValueError) as err:
