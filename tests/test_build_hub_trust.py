@@ -95,3 +95,29 @@ def test_a_bad_trust_entry_is_a_clear_error(strict_hub, tmp_path):
     result = run_publisher(["build", "--local", str(project)], strict_hub.env())
     assert result.returncode != 0 and "publisher.toml" in result.stderr and "hub-cache-trust" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_signed_variant_is_fetched_only_while_its_bundle_signs_its_metadata(strict_hub, scale_project, tmp_path):
+    from huggingface_hub import CommitOperationAdd, HfApi
+
+    from test_push_signature import sign
+
+    env = strict_hub.env()
+    repo = "publisher-dev/scale"  # the user's own
+    cpu, cuda = scale_project / "build" / "torch-cpu", scale_project / "build" / "torch-cuda"
+    sign(cpu)
+    sign(cuda)
+    pushed = run_publisher(["push", repo, str(scale_project), "--allow-untested", "--no-card"], env)
+    assert pushed.returncode == 0, pushed.stderr
+    row, _ = _build(scale_project, env, tmp_path / "a", "--repo", repo)
+    assert row["state"] == "fetched", row
+    assert (tmp_path / "a" / "torch-cpu" / "metadata.json.sigstore").read_bytes() == \
+        (cpu / "metadata.json.sigstore").read_bytes()
+
+    # the bundle of another metadata.json in its place: the variant is compiled, not fetched
+    HfApi(endpoint=strict_hub.url, token=strict_hub.write_token).create_commit(
+        repo, [CommitOperationAdd("build/torch-cpu/metadata.json.sigstore", (cuda / "metadata.json.sigstore").read_bytes())],
+        commit_message="swap bundle", repo_type="kernel", revision="v1")
+    row, _ = _build(scale_project, env, tmp_path / "b", "--repo", repo)
+    assert row["state"] == "built"
+    assert "metadata.json.sigstore signs another metadata.json" in Path(row["log"]).read_text()

@@ -1,7 +1,9 @@
 """The Hub as a build cache: a variant the version branch already holds, built
 from the same inputs (the fingerprint recorded in its metadata.json), is
 fetched instead of compiled. What is fetched is checked against the digest in
-its metadata.json before the scheduler validates and promotes it like a build.
+its metadata.json (and, when the variant is signed, its sigstore bundle against
+that metadata.json, offline as the push gate checks it) before the scheduler
+validates and promotes it like a build.
 Only a repository the user trusts is used (builder/hub_trust.py).
 
 Reads need no token for a public repo (HF_TOKEN is used when set). A Hub that
@@ -22,6 +24,7 @@ from publisher.builder.hub_trust import decide_trust
 from publisher.builder.metadata import METADATA, check_variant, read_metadata, recorded_inputs
 from publisher.errors import PublisherError
 from publisher.push.hub_client import HubClient, RemoteFile, RetryPolicy
+from publisher.push.signature import bundle_problem
 from publisher.secrets import redact
 
 # A cache must not hold a build up: one retry, then build.
@@ -108,6 +111,9 @@ class HubCache:
             check = check_variant(fetched)
             if not check.ok:
                 return HubFetch(None, f"{variant} on {where} does not match its own digest ({check.problems[0]})")
+            unsigned = bundle_problem(fetched)  # a bundle, when there is one, must sign this metadata.json
+            if unsigned:
+                return HubFetch(None, f"{variant} on {where}: {unsigned}")
             os.rmdir(stage)  # the scheduler made it empty; the verified folder takes its place
             os.rename(fetched, stage)
             return HubFetch(f"{self.repo_id}@{self._commit}", f"inputs match {variant} on {where}")
