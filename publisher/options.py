@@ -1,9 +1,12 @@
-"""Typed options of the commands that run stages (build, push, release): frozen
-values built from the parsed command line, checked here and only here, so a
-stage function receives values it can trust and never sees click."""
+"""Typed options of every command: frozen values built from the parsed command
+line, checked here and only here, so a stage function receives values it can
+trust and never sees click. How a result is shown (--json, --format) stays with
+the command's renderer."""
 
 from __future__ import annotations
 
+import secrets
+import string
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +22,73 @@ class Selection:
 
     include: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    path: Path
+    config_only: bool = False  # build.toml only, even for a folder
+    quiet: bool = False  # leave out info findings
+    matrix_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class MatrixOptions:
+    path: Path
+    selection: Selection = Selection()
+    required_only: bool = False
+    matrix_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class MigrateOptions:
+    path: Path
+    check_only: bool = False  # change nothing; report whether the file needs migrating
+    show_diff: bool = False  # print the change instead of writing it
+    license: str | None = None  # added when the old file has none
+    version: int | None = None  # added when the old file has none
+
+
+@dataclass(frozen=True)
+class TestCommandOptions:
+    __test__ = False  # not a pytest test class
+
+    path: Path
+    selection: Selection = Selection()
+    tests: TestOptions = TestOptions()
+    build_dir: Path | None = None  # None: PATH/build
+    matrix_file: Path | None = None
+
+    @property
+    def variants_dir(self) -> Path:
+        return self.build_dir or Path(self.path) / "build"
+
+
+# A generated write token: hf_ and 34 letters or digits, the shape of a Hub token.
+_TOKEN_ALPHABET = string.ascii_letters + string.digits
+
+
+@dataclass(frozen=True)
+class HubServerOptions:
+    data_dir: Path
+    port: int = 8080  # 0: any free port
+    tokens: tuple[str, ...] = ()  # write tokens
+    read_tokens: tuple[str, ...] = ()
+    trusted_orgs: tuple[str, ...] = ()  # () : every org
+    generated_token: bool = False  # tokens holds one made up here, for the user to read once
+
+    def __post_init__(self):
+        if not 0 <= self.port <= 65535:
+            raise UsageError(f"--port: {self.port} is not a TCP port", "give a port from 1 to 65535, or 0 for any free one")
+
+    @classmethod
+    def from_args(cls, *, data_dir: Path, port: int, tokens: tuple[str, ...], read_tokens: tuple[str, ...] = (),
+                  trusted_orgs: tuple[str, ...] = ()) -> HubServerOptions:
+        """Without --token, one write token is generated for this run."""
+        if tokens:
+            return cls(data_dir, port, tuple(tokens), tuple(read_tokens), tuple(trusted_orgs))
+        token = "hf_" + "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(34))
+        return cls(data_dir, port, (token,), tuple(read_tokens), tuple(trusted_orgs), generated_token=True)
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,17 @@ import pytest
 import publisher
 from publisher import env
 from publisher.errors import UsageError
-from publisher.options import BuildCommandOptions, PushOptions, ReleaseOptions, Selection
+from publisher.findings import Severity
+from publisher.cli import main
+from publisher.options import (BuildCommandOptions, CheckOptions, HubServerOptions, MatrixOptions, MigrateOptions,
+                               PushOptions, ReleaseOptions, Selection, TestCommandOptions)
+from publisher.testing.run_variant import TestOptions
 
 SOURCE = Path(publisher.__file__).parent
 # Files that run inside a variant's test environment, without publisher importable:
 # they read the variables publisher sets for them (the test protocol).
 CHILD_SIDE = {"testing/plugin.py", "testing/default_test.py"}
+EXAMPLE = SOURCE.parent / "kernel_projects" / "rmsnorm"
 
 
 def test_push_arguments_one_folder_is_the_path(tmp_path):
@@ -134,3 +139,117 @@ def test_only_the_commands_know_click():
                        if path.relative_to(SOURCE).parts[0] != "cli"
                        and re.search(r"^\s*(import click|from click)", path.read_text(encoding="utf-8"), re.M))
     assert importing == []
+
+
+class _Stop(BaseException):  # not Exception: main() turns those into "internal error"
+    """Raised by a stand-in stage: the command got as far as handing over its options."""
+
+
+def _options_handed_to(monkeypatch, module: str, stage: str, argv: list[str]):
+    """Run `publisher ARGV` in process with the command's stage replaced; return the options it received."""
+    import importlib
+
+    received = []
+
+    def stand_in(options, *args, **kwargs):
+        received.append(options)
+        raise _Stop
+
+    monkeypatch.setattr(importlib.import_module(f"publisher.cli.{module}"), stage, stand_in)
+    with pytest.raises(_Stop):
+        main(argv)
+    return received[0]
+
+
+def test_each_command_turns_its_command_line_into_its_options_type(monkeypatch, tmp_path):
+    m = tmp_path / "m.yaml"
+    assert _options_handed_to(monkeypatch, "check", "run_check",
+                              ["check", str(tmp_path), "--config-only", "-q", "--matrix", str(m)]) == CheckOptions(
+        path=tmp_path, config_only=True, quiet=True, matrix_file=m)
+    assert _options_handed_to(monkeypatch, "matrix", "run_matrix",
+                              ["matrix", str(tmp_path), "--variant", "torch2*", "--variant", "*cpu*", "--skip", "*rocm*",
+                               "--required-only", "--matrix", str(m)]) == MatrixOptions(
+        path=tmp_path, selection=Selection(("torch2*", "*cpu*"), ("*rocm*",)), required_only=True, matrix_file=m)
+    assert _options_handed_to(monkeypatch, "migrate", "run_migrate",
+                              ["migrate", str(tmp_path), "--check", "--diff", "--license", "mit", "--version", "3"]) == (
+        MigrateOptions(path=tmp_path, check_only=True, show_diff=True, license="mit", version=3))
+    assert _options_handed_to(monkeypatch, "test", "run_project_tests",
+                              ["test", str(tmp_path), "--variant", "a*", "--skip", "b*", "--repo-id", "org/k",
+                               "--allow-load-only", "--timeout", "60", "--all-tests", "--test-timeout", "5",
+                               "--build-dir", str(tmp_path / "out"), "--matrix", str(m)]) == TestCommandOptions(
+        path=tmp_path, selection=Selection(("a*",), ("b*",)),
+        tests=TestOptions(repo_id="org/k", timeout=60, test_timeout=5, require_gpu=False, all_tests=True),
+        build_dir=tmp_path / "out", matrix_file=m)
+    assert _options_handed_to(monkeypatch, "hub_server", "open_server",
+                              ["hub-server", "--data-dir", str(tmp_path), "--port", "0", "--token", "w1",
+                               "--read-token", "r1", "--trusted-org", "org"]) == HubServerOptions(
+        data_dir=tmp_path, port=0, tokens=("w1",), read_tokens=("r1",), trusted_orgs=("org",))
+
+
+def test_test_variants_are_in_path_build_unless_a_build_dir_is_given(tmp_path):
+    assert TestCommandOptions(path=tmp_path).variants_dir == tmp_path / "build"
+    assert TestCommandOptions(path=tmp_path, build_dir=tmp_path / "b").variants_dir == tmp_path / "b"
+
+
+def test_hub_server_generates_a_write_token_only_without_token(tmp_path):
+    given = HubServerOptions.from_args(data_dir=tmp_path, port=0, tokens=("mine",))
+    assert (given.tokens, given.generated_token) == (("mine",), False)
+    made = HubServerOptions.from_args(data_dir=tmp_path, port=0, tokens=())
+    again = HubServerOptions.from_args(data_dir=tmp_path, port=0, tokens=())
+    assert made.generated_token and re.fullmatch(r"hf_[A-Za-z0-9]{34}", made.tokens[0])
+    assert made.tokens != again.tokens
+
+
+@pytest.mark.parametrize("port", [-1, 65536, 70000])
+def test_a_port_out_of_range_is_a_usage_error_not_a_crash(tmp_path, capsys, port):
+    with pytest.raises(UsageError, match=f"--port: {port} is not a TCP port"):
+        HubServerOptions(data_dir=tmp_path, port=port)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["hub-server", "--data-dir", str(tmp_path / "data"), "--port", str(port)])
+    _, err = capsys.readouterr()
+    assert exit_info.value.code == 2
+    assert err.startswith(f"error: --port: {port} is not a TCP port\n  hint: ") and "Traceback" not in err
+
+
+def test_check_and_matrix_stages_run_from_code_and_return_values():
+    from publisher.plan.stage import run_matrix
+    from publisher.project.stage import run_check
+
+    everything = run_check(CheckOptions(path=EXAMPLE))
+    quiet = run_check(CheckOptions(path=EXAMPLE, quiet=True))
+    assert everything.project is not None and everything.project.name == "rmsnorm"
+    assert any(f.severity is Severity.INFO for f in everything.findings)
+    assert quiet.findings == tuple(f for f in everything.findings if f.severity is not Severity.INFO)
+    planned = run_matrix(MatrixOptions(path=EXAMPLE))
+    included = {d.variant for d in planned.plan.decisions if d.included}
+    assert planned.chosen and {p.name for p in planned.chosen} == included
+    required = run_matrix(MatrixOptions(path=EXAMPLE, required_only=True, selection=Selection(skip=("*cpu*",))))
+    assert all(p.required and "cpu" not in p.name for p in required.chosen)
+    assert {p.name for p in required.chosen} <= included
+
+
+def test_migrate_stage_writes_only_when_asked(tmp_path):
+    from test_migrate import V3
+
+    from publisher.project.stage import run_migrate
+
+    legacy = tmp_path / "build.toml"
+    legacy.write_text(V3)
+    shown = run_migrate(MigrateOptions(path=tmp_path, show_diff=True, license="mit", version=1))
+    checked = run_migrate(MigrateOptions(path=tmp_path, check_only=True, license="mit", version=1))
+    assert shown.migration.needed and not shown.written and not checked.written
+    assert legacy.read_text() == V3
+    written = run_migrate(MigrateOptions(path=tmp_path, license="apache-2.0", version=1))
+    assert written.written and legacy.read_text() == written.migration.migrated != V3
+    assert not run_migrate(MigrateOptions(path=tmp_path)).migration.needed
+
+
+def test_migrate_check_reports_an_unreadable_file_instead_of_stopping(tmp_path):
+    from publisher.errors import ProjectError
+    from publisher.project.stage import run_migrate
+
+    (tmp_path / "build.toml").write_text("[general\n")
+    result = run_migrate(MigrateOptions(path=tmp_path, check_only=True))
+    assert result.migration is None and "build.toml" in result.error.render()
+    with pytest.raises(ProjectError):
+        run_migrate(MigrateOptions(path=tmp_path))

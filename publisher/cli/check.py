@@ -1,5 +1,6 @@
 """`publisher check PATH`: everything wrong with a kernel project, before
-anything compiles. Exit 0 without errors (warnings allowed), 1 with errors."""
+anything compiles. Exit 0 without errors (warnings allowed), 1 with errors.
+The stage is publisher/project/stage.py; this module parses and renders."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import click
 
 from publisher.cli.common import format_option
 from publisher.errors import EXIT_FAILED, EXIT_OK
-from publisher.findings import Finding, Severity, has_errors, render_human, render_json
-from publisher.project.load import load_project
-from publisher.project.model import Project
+from publisher.findings import has_errors, render_human, render_json
+from publisher.options import CheckOptions
+from publisher.project.stage import CheckResult, run_check
 
 
 @click.command("check")
@@ -23,14 +24,13 @@ from publisher.project.model import Project
               help="Matrix whose CUDA/ROCm toolkits the architecture checks use (default: the project's matrix.yaml, else publisher's).")
 def command(path: Path, fmt: str, config_only: bool, quiet: bool, matrix_file: Path | None) -> int:
     """Check the build.toml (and, for a folder, the layout) of the kernel project in PATH."""
-    project, findings = load_project(path, layout=not config_only, matrix=matrix_file)
-    if quiet:
-        findings = [f for f in findings if f.severity is not Severity.INFO]
-    return render(path, project, findings, fmt, config_only)
+    options = CheckOptions(path=path, config_only=config_only, quiet=quiet, matrix_file=matrix_file)
+    return render(run_check(options), fmt)
 
 
-def render(path: Path, project: Project | None, findings: list[Finding], fmt: str, config_only: bool) -> int:
+def render(result: CheckResult, fmt: str) -> int:
     """The findings (text or JSON) and the verdict; the exit code."""
+    path, project, findings = result.options.path, result.project, list(result.findings)
     failed = has_errors(findings)
     if fmt == "json":
         click.echo(render_json(findings, path=str(path), ok=not failed,
@@ -40,7 +40,7 @@ def render(path: Path, project: Project | None, findings: list[Finding], fmt: st
         if findings:
             click.echo(render_human(findings))
         if project is not None:
-            kind = "folder" if project.root is not None and not config_only else "build.toml"
+            kind = "folder" if project.root is not None and not result.options.config_only else "build.toml"
             click.echo(f"{project.name} v{project.config.general.version}: {kind} OK")
         elif not failed:
             click.echo("OK")

@@ -1,15 +1,16 @@
 """`publisher hub-server`: run the Hub-compatible server in the foreground, for
-a local dry run of a release (`HF_ENDPOINT=http://127.0.0.1:PORT publisher push ...`)."""
+a local dry run of a release (`HF_ENDPOINT=http://127.0.0.1:PORT publisher push ...`).
+The server is publisher/hub_server/; this module parses and renders."""
 
 from __future__ import annotations
 
-import secrets
-import string
 from pathlib import Path
 
 import click
 
-from publisher.hub_server.server import HubServer, ServerConfig
+from publisher.hub_server.server import HubServer
+from publisher.hub_server.stage import open_server, serve_until_interrupted
+from publisher.options import HubServerOptions
 
 
 @click.command("hub-server")
@@ -23,21 +24,18 @@ from publisher.hub_server.server import HubServer, ServerConfig
               help="Orgs whose kernels load without trust_remote_code (repeatable; default: every org).")
 def command(port: int, data_dir: Path, tokens, read_tokens, trusted) -> None:
     """Serve the Hub API (repos, LFS, commits, resolve) on 127.0.0.1."""
-    generated = not tokens
-    if generated:
-        tokens = ("hf_" + "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(34)),)
-    config = ServerConfig(tokens={**{t: "read" for t in read_tokens}, **{t: "write" for t in tokens}},
-                          trusted_orgs=frozenset(trusted) if trusted else None)
-    server = HubServer(data_dir, config, port=port)
-    click.echo(f"Hub-compatible server on {server.url} (data: {data_dir})", err=True)
+    options = HubServerOptions.from_args(data_dir=data_dir, port=port, tokens=tokens, read_tokens=read_tokens,
+                                         trusted_orgs=trusted)
+    server = open_server(options)
+    render_banner(server, options)
+    serve_until_interrupted(server)
+
+
+def render_banner(server: HubServer, options: HubServerOptions) -> None:
+    """How to point huggingface_hub and kernels at this server (stderr: stdout stays free)."""
+    click.echo(f"Hub-compatible server on {server.url} (data: {options.data_dir})", err=True)
     click.echo(f"  export HF_ENDPOINT={server.url} HF_HUB_DISABLE_XET=1", err=True)
-    if generated:
+    if options.generated_token:
         # A throwaway credential for this local server only, printed so the user can use it.
-        click.echo(f"  export HF_TOKEN={tokens[0]}   # write token of this local server", err=True)
+        click.echo(f"  export HF_TOKEN={options.tokens[0]}   # write token of this local server", err=True)
     click.echo("  (do not set HF_HUB_DISABLE_TELEMETRY: kernels 0.17.2 then sends an invalid User-Agent)", err=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.httpd.server_close()

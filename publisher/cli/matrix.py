@@ -1,4 +1,5 @@
-"""`publisher matrix PATH`: the variants a project needs, and why every other cell is left out."""
+"""`publisher matrix PATH`: the variants a project needs, and why every other cell is left out.
+The stage is publisher/plan/stage.py; this module parses and renders."""
 
 from __future__ import annotations
 
@@ -7,10 +8,8 @@ from pathlib import Path
 import click
 
 from publisher.cli.common import echo_json
-from publisher.plan.matrix import find_matrix, load_matrix
-from publisher.plan.planner import make_plan, select
-from publisher.project.load import require_project
-from publisher.plan.github_runners import assign, load_runners
+from publisher.options import MatrixOptions, Selection
+from publisher.plan.stage import MatrixResult, run_matrix
 
 
 @click.command("matrix")
@@ -26,16 +25,16 @@ from publisher.plan.github_runners import assign, load_runners
 @click.option("--matrix", "matrix_file", type=click.Path(path_type=Path), help="Matrix file (default: the project's matrix.yaml, else publisher's).")
 def command(path: Path, explain: bool, as_json: bool, as_github: bool, include, skip, required_only: bool, matrix_file: Path | None) -> None:
     """List the variants the kernel in PATH needs."""
-    matrix_path = find_matrix(path if path.is_dir() else None, matrix_file)
-    project = require_project(path, matrix=matrix_path)
-    matrix = load_matrix(matrix_path)
-    plan = make_plan(project, matrix)
-    chosen = [p for p in select(plan, include, skip) if p.required or not required_only]
+    options = MatrixOptions(path=path, selection=Selection(tuple(include), tuple(skip)), required_only=required_only,
+                            matrix_file=matrix_file)
+    render(run_matrix(options), explain=explain, as_json=as_json, as_github=as_github)
+
+
+def render(result: MatrixResult, *, explain: bool, as_json: bool, as_github: bool) -> None:
+    """--github wins over --json, which wins over the table."""
     if as_github:
-        runners = load_runners()
-        echo_json([assign(p, runners).row() for p in chosen])
-        return
-    if as_json:
+        echo_json(result.github_jobs())
+    elif as_json:
         echo_json([
             {
                 "variant": p.name,
@@ -46,21 +45,26 @@ def command(path: Path, explain: bool, as_json: bool, as_github: bool, include, 
                 "required": p.required,
                 "archs": list(p.archs),
             }
-            for p in chosen
+            for p in result.chosen
         ])
-        return
-    click.echo(f"{project.name} v{project.config.general.version}: {len(chosen)} variant(s)  [matrix: {matrix.path}]")
+    else:
+        click.echo(render_table(result, explain))
+
+
+def render_table(result: MatrixResult, explain: bool) -> str:
+    project, chosen = result.project, result.chosen
+    lines = [f"{project.name} v{project.config.general.version}: {len(chosen)} variant(s)  [matrix: {result.matrix.path}]"]
     width = max((len(p.name) for p in chosen), default=10)
     for p in chosen:
-        archs = " ".join(p.archs)
         tag = "required" if p.required else "optional"
-        click.echo(f"  {p.name:<{width}}  {tag:<8}  {archs}")
+        lines.append(f"  {p.name:<{width}}  {tag:<8}  {' '.join(p.archs)}")
         if explain and p.kernel_archs:
             for kernel, ka in p.kernel_archs.items():
-                click.echo(f"  {'':<{width}}  {'':<8}  {kernel}: {' '.join(ka)}")
+                lines.append(f"  {'':<{width}}  {'':<8}  {kernel}: {' '.join(ka)}")
     if explain:
-        click.echo("\nEvery cell of the matrix:")
-        for d in plan.decisions:
+        lines.append("\nEvery cell of the matrix:")
+        for d in result.plan.decisions:
             cell = f"torch {d.torch} {d.compute} {d.platform}"
             verdict = f"in   {d.variant}" if d.included else f"out  [{d.rule}] {d.reason}"
-            click.echo(f"  {cell:<36} {verdict}")
+            lines.append(f"  {cell:<36} {verdict}")
+    return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""`publisher migrate PATH`: upgrade a legacy build.toml to edition 5."""
+"""`publisher migrate PATH`: upgrade a legacy build.toml to edition 5.
+The stage is publisher/project/stage.py; this module parses and renders."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from publisher.errors import EXIT_FAILED, EXIT_OK, ProjectError
+from publisher.errors import EXIT_FAILED, EXIT_OK
 from publisher.findings import render_human
-from publisher.project.migrate import plan_migration, remaining_problems, write
+from publisher.options import MigrateOptions
+from publisher.project.stage import MigrateResult, run_migrate
 
 
 @click.command("migrate")
@@ -20,31 +22,33 @@ from publisher.project.migrate import plan_migration, remaining_problems, write
               help="Kernel version to add when the old file has none (the Hub branch v<N>).")
 def command(path: Path, check_only: bool, show_diff: bool, license_: str | None, version: int | None) -> int:
     """Rewrite the build.toml in PATH (v1-v4) as edition 5, keeping comments and key order."""
-    try:
-        migration = plan_migration(path, license=license_, version=version)
-    except ProjectError as err:
-        if not check_only:
-            raise
-        click.echo(f"{path}: {err.render()}")
+    options = MigrateOptions(path=path, check_only=check_only, show_diff=show_diff, license=license_, version=version)
+    return render(run_migrate(options))
+
+
+def render(result: MigrateResult) -> int:
+    """What was found or done; the exit code (1: --check found work, or errors remain after writing)."""
+    options, migration = result.options, result.migration
+    if migration is None:
+        click.echo(f"{options.path}: {result.error.render()}")
         return EXIT_FAILED
     if not migration.needed:
         click.echo(f"{migration.path}: already edition 5, nothing to do")
         return EXIT_OK
-    if show_diff:
+    if options.show_diff:
         click.echo(migration.diff(), nl=False)
-    if check_only or show_diff:
-        if check_only:
-            click.echo(f"{migration.path}: {migration.era} format, needs migrating:")
-            for change in migration.changes:
-                click.echo(f"  - {change}")
-        return EXIT_FAILED if check_only else EXIT_OK
-    write(migration)
+    if options.check_only:
+        click.echo(f"{migration.path}: {migration.era} format, needs migrating:")
+        for change in migration.changes:
+            click.echo(f"  - {change}")
+        return EXIT_FAILED
+    if not result.written:
+        return EXIT_OK
     click.echo(f"{migration.path}: migrated from {migration.era} to edition 5")
     for change in migration.changes:
         click.echo(f"  - {change}")
-    problems = remaining_problems(migration)
-    if problems:
+    if result.problems:
         click.echo("\n`publisher check` still reports errors migrate cannot fix:")
-        click.echo(render_human(problems))
+        click.echo(render_human(list(result.problems)))
         return EXIT_FAILED
     return EXIT_OK

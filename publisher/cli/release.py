@@ -17,11 +17,12 @@ from publisher.cli import push as push_cli
 from publisher.cli.common import matrix_option
 from publisher.cli.test import echo_run, test_options
 from publisher.errors import ProjectError
-from publisher.findings import Severity, render_line
-from publisher.options import ReleaseOptions, Selection
+from publisher.findings import render_line
+from publisher.options import CheckOptions, ReleaseOptions, Selection
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.plan.planner import local_plan, make_plan, select
-from publisher.project.load import load_project, require_project
+from publisher.project.load import require_project
+from publisher.project.stage import run_check
 from publisher.push import coverage, gate
 from publisher.push.stage import refusal, run_push
 from publisher.testing.run_variant import TestOptions
@@ -68,9 +69,7 @@ def command(path: Path, repo: str, local: bool, include, skip, allow_untested: b
 def release(options: ReleaseOptions) -> int:
     path, include, skip = options.path, options.selection.include, options.selection.skip
     _step("check")
-    project, findings = load_project(path, layout=True, matrix=options.matrix_file)
-    findings = [f for f in findings if f.severity is not Severity.INFO]
-    if check_cli.render(path, project, findings, "human", config_only=False):
+    if check_cli.render(run_check(CheckOptions(path=path, quiet=True, matrix_file=options.matrix_file)), "human"):
         raise ProjectError("release stopped: `publisher check` found errors", f"run `publisher check {path}`")
     project = require_project(path)
     matrix = load_matrix(find_matrix(project.root, options.matrix_file))

@@ -1,5 +1,6 @@
 """`publisher test PATH`: run every built variant's tests in its own
-environment, on its hardware where this machine has it."""
+environment, on its hardware where this machine has it. The stage is
+publisher/testing/stage.py; this module parses and renders."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from pathlib import Path
 import click
 
 from publisher.cli.common import echo_json
-from publisher.project.load import require_project
+from publisher.errors import EXIT_FAILED, EXIT_OK
+from publisher.options import Selection, TestCommandOptions
 from publisher.testing.report import render_table
 from publisher.testing.run_variant import TestOptions
-from publisher.testing.stage import TestRun, run_tests
+from publisher.testing.stage import TestRun, run_project_tests
 
 
 def test_options(f):
@@ -54,22 +56,15 @@ def echo_run(run: TestRun, as_json: bool) -> None:
 @click.option("--matrix", "matrix_file", type=click.Path(path_type=Path), help="Matrix file naming the variants' toolchains.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
 @click.option("-v", "--verbose", is_flag=True, help="Stream the tests' output.")
-@click.pass_context
-def command(ctx: click.Context, path: Path, include, skip, repo_id, require_gpu, timeout, all_tests, test_timeout,
-            build_dir, matrix_file, as_json, verbose) -> None:
+def command(path: Path, include, skip, repo_id, require_gpu, timeout, all_tests, test_timeout, build_dir, matrix_file,
+            as_json, verbose) -> int:
     """Test the variants built in PATH/build/ and record the results."""
-    project = require_project(path)
-    run = run_tests(
-        project,
-        build_dir or Path(path) / "build",
-        include=include,
-        skip=skip,
-        options=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout, require_gpu=require_gpu,
-                            all_tests=all_tests),
-        matrix_path=matrix_file,
-        on_progress=lambda line: click.echo(line, err=True),
-        on_output=(lambda line: click.echo(line, err=True)) if verbose else None,
-    )
+    options = TestCommandOptions(
+        path=path, selection=Selection(tuple(include), tuple(skip)),
+        tests=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout, require_gpu=require_gpu,
+                          all_tests=all_tests),
+        build_dir=build_dir, matrix_file=matrix_file)
+    run = run_project_tests(options, on_progress=lambda line: click.echo(line, err=True),
+                            on_output=(lambda line: click.echo(line, err=True)) if verbose else None)
     echo_run(run, as_json)
-    if not run.ok:
-        ctx.exit(1)
+    return EXIT_OK if run.ok else EXIT_FAILED

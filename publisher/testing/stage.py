@@ -1,6 +1,6 @@
 """The test stage as one call: pick the built variants, test each in its
 environment, record the results in the test report. Used by `publisher
-test` and `publisher release`."""
+test` (run_project_tests) and `publisher release` (run_tests)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from publisher import state
 from publisher.errors import ToolchainUnavailable
 from publisher.builder.metadata import check_variant
 from publisher.errors import PublisherError, UsageError
+from publisher.options import TestCommandOptions
 from publisher.plan.planner import PlannedVariant
+from publisher.project.load import require_project
 from publisher.project.model import Project
 from publisher.testing.environment import select_environment
 from publisher.testing.report import VariantTestResult
@@ -121,6 +123,14 @@ def run_tests(
         on_progress(f"  {results[-1].status}" + (f": {results[-1].reason}" if results[-1].reason else ""))
         state.update_report(state.test_report_path(build_dir), {name: results[-1].entry()})
     return TestRun(tuple(results), state.test_report_path(build_dir), options.require_gpu)
+
+
+def run_project_tests(options: TestCommandOptions, on_progress: Sink = lambda line: None,
+                      on_output: Sink | None = None) -> TestRun:
+    """`publisher test`: the project at options.path, its variants in options.variants_dir."""
+    return run_tests(require_project(options.path), options.variants_dir, include=options.selection.include,
+                     skip=options.selection.skip, options=options.tests, matrix_path=options.matrix_file,
+                     on_progress=on_progress, on_output=on_output)
 
 
 def _not_testable(name: str, variant_dir: Path, reason: str) -> VariantTestResult:
