@@ -218,3 +218,36 @@ def test_data_survives_a_restart(hub_env, tmp_path):
         assert open(api.hf_hub_download("o/r", "f.so", repo_type="kernel", cache_dir=tmp_path / "c"), "rb").read() == BINARY
     finally:
         second.close()
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_hub_server_command_serves_the_token_it_names(tmp_path, given):
+    """`publisher hub-server`: the banner names the URL, and the write token when it made one up; that token works."""
+    import re
+    import signal
+    import sys
+    import urllib.error
+    import urllib.request
+
+    argv = [sys.executable, "-m", "publisher", "hub-server", "--port", "0", "--data-dir", str(tmp_path / "hub")]
+    proc = subprocess.Popen(argv + (["--token", "hf_given"] if given else []), stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True)
+    try:
+        banner = [proc.stderr.readline() for _ in range(3 if given else 4)]
+        url = re.match(r"Hub-compatible server on (http://127\.0\.0\.1:\d+) ", banner[0]).group(1)
+        assert banner[1].strip() == f"export HF_ENDPOINT={url} HF_HUB_DISABLE_XET=1"
+        token = "hf_given" if given else re.search(r"export HF_TOKEN=(hf_\w+) ", banner[2]).group(1)
+        assert ("HF_TOKEN" in "".join(banner)) is not given
+        request = urllib.request.Request(f"{url}/api/whoami-v2", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            assert reply.status == 200
+        stranger = urllib.request.Request(f"{url}/api/whoami-v2", headers={"Authorization": "Bearer hf_stranger"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(stranger, timeout=10)
+        assert refused.value.code == 401
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
