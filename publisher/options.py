@@ -74,7 +74,7 @@ class HubServerOptions:
     port: int = 8080  # 0: any free port
     tokens: tuple[str, ...] = ()  # write tokens
     read_tokens: tuple[str, ...] = ()
-    trusted_orgs: tuple[str, ...] = ()  # () : every org
+    trusted_orgs: tuple[str, ...] = ()  # empty: every org
     generated_token: bool = False  # tokens holds one made up here, for the user to read once
 
     def __post_init__(self):
