@@ -4,7 +4,6 @@ seconds, real enough to load through the `kernels` client."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 BUILD_TOML = """\
@@ -169,9 +168,3 @@ def write_noarch_project(root: Path) -> Path:
     (root / "torch-ext" / "tiny_noarch" / "__init__.py").write_text(NOARCH_INIT)
     return root
 
-
-def publisher(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 1200):
-    """Run the CLI as a user would (the test interpreter's torch is the local one)."""
-    return subprocess.run(
-        [sys.executable, "-m", "publisher", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-    )

@@ -1,8 +1,8 @@
 """Fixtures for push tests (imported by conftest.py): a small Python-only kernel
 project built once per session with the real `publisher build --local` and
 tested with the real `publisher test` (torch-cpu; torch-cuda has no test
-environment on this machine), then copied fresh for each test; helpers to run
-`publisher push` and the `kernels` client in separate processes."""
+environment on this machine), then copied fresh for each test; a helper to run
+the `kernels` client in a separate process."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["built_scale", "scale_project", "run_publisher", "load_kernel", "write_scale", "repo_name"]
+from cli_helper import run_cli
+
+__all__ = ["built_scale", "scale_project", "load_kernel", "write_scale", "repo_name", "build"]
 
 BUILD_TOML = """\
 [general]
@@ -65,13 +67,8 @@ def write_scale(root: Path, version: int = 1, extra: str = "") -> None:
     (root / "tests" / "test_scale.py").write_text(TEST.format(version=version))
 
 
-def run_publisher(args: list[str], env: dict, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "publisher", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
-
-
 def build(root: Path, env: dict, *extra: str) -> None:
-    result = run_publisher(["build", "--local", *extra, str(root)], env)
+    result = run_cli("build", "--local", *extra, str(root), env=env)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -91,7 +88,7 @@ def built_scale(tmp_path_factory, hub) -> Path:
     write_scale(root)
     env = hub.env()
     build(root, env)
-    tested = run_publisher(["test", "--variant", "torch-cpu", str(root)], env)
+    tested = run_cli("test", "--variant", "torch-cpu", str(root), env=env)
     assert tested.returncode == 0, tested.stdout + tested.stderr
     return root
 

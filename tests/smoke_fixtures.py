@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_helper import run_cli
 from matrix_fixtures import GPU_RUNNER_MATRIX
 
 __all__ = [
     "BROKEN_REPO", "CUDA_VARIANT", "broken_project", "broken_cuda_project", "noarch_project",
-    "fresh_copy", "publisher_cli", "write_broken", "write_noarch",
+    "fresh_copy", "write_broken", "write_files", "write_noarch",
 ]
 
 BROKEN_REPO = "test-org/broken"
@@ -203,14 +202,8 @@ def write_noarch(root: Path) -> Path:
     return write_files(root, NOARCH_FILES)
 
 
-def publisher_cli(*args: str, env: dict | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
-    """`publisher ARGS` in a separate process, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "publisher", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout)
-
-
 def _build(root: Path, *args: str) -> None:
-    result = publisher_cli("build", str(root), "--json", *args)
+    result = run_cli("build", str(root), "--json", *args)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -225,7 +218,7 @@ def broken_project(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def broken_cuda_project(broken_project) -> Path:
     """The broken kernel with its torch 2.11 + CUDA 13.0 variant built beside the CPU one."""
-    result = publisher_cli("build", str(broken_project), "--matrix", str(GPU_RUNNER_MATRIX), "--variant", CUDA_VARIANT, "--json")
+    result = run_cli("build", str(broken_project), "--matrix", str(GPU_RUNNER_MATRIX), "--variant", CUDA_VARIANT, "--json")
     if result.returncode != 0:
         rows = json.loads(result.stdout or "{}").get("variants", []) if result.stdout.startswith("{") else []
         if any(r.get("state") == "unavailable" for r in rows):

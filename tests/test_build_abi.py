@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from publisher.builder.abi import check_abi
-from publisher.builder.compile import RESOURCES, _SINGLE_THREADED
+from publisher.builder.compile import _SINGLE_THREADED, RESOURCES
 
 SOURCE = """
 #include <memory>

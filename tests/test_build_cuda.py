@@ -9,12 +9,14 @@ import subprocess
 
 import pytest
 
-from build_fixtures import publisher, write_tiny_project
-from matrix_fixtures import GPU_RUNNER_MATRIX
 from publisher.plan.matrix import load_matrix
 from publisher.plan.planner import make_plan
 from publisher.project.load import require_project
 from publisher.toolchains.provision import ensure_toolchain
+
+from build_fixtures import write_tiny_project
+from cli_helper import run_cli
+from matrix_fixtures import GPU_RUNNER_MATRIX
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +25,7 @@ VARIANT = "torch211-cxx11-cu130-x86_64-linux"
 
 def test_cuda_variant_compiles_links_and_imports_with_its_torch(tmp_path):
     root = write_tiny_project(tmp_path / "tiny")
-    result = publisher("build", str(root), "--matrix", str(GPU_RUNNER_MATRIX), "--variant", VARIANT, "--json", timeout=3000)
+    result = run_cli("build", str(root), "--matrix", str(GPU_RUNNER_MATRIX), "--variant", VARIANT, "--json", timeout=3000)
     report = json.loads(result.stdout)
     entry = report["variants"][0]
     assert result.returncode == 0, (entry, (root / "build" / ".publisher" / "logs" / f"{VARIANT}.log").read_text()[-3000:])

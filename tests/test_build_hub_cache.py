@@ -11,17 +11,20 @@ from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, HfApi
 
-from build_fixtures import write_tiny_project
-from push_fixtures import load_kernel, repo_name, run_publisher, write_scale
 from publisher import state
 from publisher.builder.metadata import read_metadata, recorded_inputs
+
+from build_fixtures import write_tiny_project
+from cli_helper import run_cli
+from push_fixtures import load_kernel, repo_name, write_scale
+
 
 def _api(hub) -> HfApi:
     return HfApi(endpoint=hub.url, token=hub.write_token)
 
 
 def _build(project: Path, env: dict, *args: str) -> dict:
-    result = run_publisher(["build", "--local", "--json", *args, str(project)], env, timeout=1200)
+    result = run_cli("build", "--local", "--json", *args, str(project), env=env, timeout=1200)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     report["stderr"] = result.stderr
@@ -58,7 +61,7 @@ def test_unchanged_inputs_are_fetched_from_the_hub_not_compiled(hub_env, tmp_pat
     built = project / "build" / variant
     assert recorded_inputs(read_metadata(built))  # the fingerprint travels in metadata.json
     # one local CPU variant of a CUDA+CPU kernel: --partial (the coverage gate)
-    pushed = run_publisher(["push", repo, str(project), "--allow-untested", "--partial", "--no-card"], env)
+    pushed = run_cli("push", repo, str(project), "--allow-untested", "--partial", "--no-card", env=env)
     assert pushed.returncode == 0, pushed.stderr
     commits = _commits(hub_env, repo)
 
@@ -89,7 +92,7 @@ def test_unchanged_inputs_are_fetched_from_the_hub_not_compiled(hub_env, tmp_pat
     assert "RESULT [0.0, 2.0, 4.0]" in loaded.stdout, loaded.stderr
 
     # the release rerun publishes without rebuilding: nothing changed, no commit
-    again = run_publisher(["push", repo, str(rerun), "--allow-untested", "--partial", "--no-card"], env)
+    again = run_cli("push", repo, str(rerun), "--allow-untested", "--partial", "--no-card", env=env)
     assert again.returncode == 0, again.stderr
     assert "nothing changed: no commit" in again.stdout
     assert _commits(hub_env, repo) == commits
@@ -106,7 +109,7 @@ def test_unchanged_inputs_are_fetched_from_the_hub_not_compiled(hub_env, tmp_pat
 def test_opt_out_unreachable_and_tampered_hub_builds(hub_env, scale_project, tmp_path):
     env = hub_env.env()
     repo = repo_name()
-    pushed = run_publisher(["push", repo, str(scale_project), "--allow-untested", "--no-card"], env)
+    pushed = run_cli("push", repo, str(scale_project), "--allow-untested", "--no-card", env=env)
     assert pushed.returncode == 0, pushed.stderr
     fresh = tmp_path / "fresh"
     shutil.copytree(scale_project, fresh, ignore=shutil.ignore_patterns("build"))
@@ -146,7 +149,7 @@ def test_opt_out_unreachable_and_tampered_hub_builds(hub_env, scale_project, tmp
 def test_a_bad_repo_id_is_a_usage_error_before_anything_builds(hub_env, tmp_path):
     project = tmp_path / "scale"
     write_scale(project)
-    result = run_publisher(["build", "--local", "--repo", "not a repo", str(project)], hub_env.env())
+    result = run_cli("build", "--local", "--repo", "not a repo", str(project), env=hub_env.env())
     assert result.returncode == 2, result.stderr
     assert "--repo: `not a repo` is not a Hub repo id" in result.stderr and "--no-hub-cache" in result.stderr
     assert "Traceback" not in result.stderr and not (project / "build").exists()

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from build_fixtures import publisher, write_noarch_project, write_tiny_project
+from build_fixtures import write_noarch_project, write_tiny_project
+from cli_helper import run_cli
 
 
 def test_python_only_build_keeps_package_data(tmp_path):
@@ -20,7 +21,7 @@ def test_python_only_build_keeps_package_data(tmp_path):
     (package / "__pycache__").mkdir()
     (package / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"\0bytecode")
     (package / "stale.pyc").write_bytes(b"\0bytecode")
-    result = publisher("build", str(project), "--local", "--json")
+    result = run_cli("build", str(project), "--local", "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     for variant in ("torch-cpu", "torch-cuda"):
         built = project / "build" / variant
@@ -55,7 +56,7 @@ def test_openmp_is_linked_where_it_is_compiled(tmp_path):
         'src = ["scale_cpu/scale.cpp", "scale_cpu/scale.h"]\n',
         'src = ["scale_cpu/scale.cpp", "scale_cpu/scale.h"]\ncxx-flags = ["-fopenmp"]\n'))
     (project / "scale_cpu" / "scale.cpp").write_text(OPENMP_CPP)
-    result = publisher("build", str(project), "--local", "--json")
+    result = run_cli("build", str(project), "--local", "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     (library,) = (project / "build").glob("torch*-cpu-*/*.so")
     dynamic = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout

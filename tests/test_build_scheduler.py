@@ -9,16 +9,17 @@ import sys
 import pytest
 import torch
 
-from build_fixtures import write_tiny_project
 from publisher import state
 from publisher.backends import get_backend
 from publisher.builder.backend import BuildOptions
 from publisher.builder.scheduler import Scheduler, default_budget
 from publisher.plan.planner import PlannedVariant
+from publisher.plan.variants import Platform, Variant
 from publisher.project.load import require_project
 from publisher.toolchains.spec import ToolchainSpec
 from publisher.ui import PlainLines
-from publisher.plan.variants import Platform, Variant
+
+from build_fixtures import write_tiny_project
 
 TORCH = ".".join(torch.__version__.split("+")[0].split(".")[:2])
 

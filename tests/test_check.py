@@ -80,7 +80,8 @@ def test_architectures_are_reported_per_toolkit(tmp_path):
     ('backends = ["cpu", "cuda"]', 'backends = ["cpu", "cuda", "mps"]', "PB204", "general.backends", 6),
     ('backends = ["cpu", "cuda"]', "backends = []", "PB212", "general.backends", 6),
     ('repo-id = "my-org/relu-kernel"', 'repo-id = "relu kernel"', "PB213", "general.hub.repo-id", 9),
-    ('depends = ["torch"]\nsrc = ["relu_cpu/relu.cpp"]', 'depends = ["torch", "cutlass_sycl"]\nsrc = ["relu_cpu/relu.cpp"]', "PB206", "kernel.relu_cpu.depends", 16),
+    ('depends = ["torch"]\nsrc = ["relu_cpu/relu.cpp"]', 'depends = ["torch", "cutlass_sycl"]\nsrc = ["relu_cpu/relu.cpp"]',
+     "PB206", "kernel.relu_cpu.depends", 16),
     ('backend = "cpu"', 'backend = "cpux"', "PB204", "kernel.relu_cpu.backend", 15),
     ('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = ["8.0", "11.8"]', "PB301", "kernel.relu_cuda.cuda-capabilities", 22),
     ('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = ["99999.0"]', "PB302", "kernel.relu_cuda.cuda-capabilities", 22),
@@ -136,7 +137,8 @@ def test_python_depends_are_curated_per_backend(tmp_path):
 
 
 def test_kernel_depends_need_exactly_one_of_version_or_revision(tmp_path):
-    text = GOOD.replace('backends = ["cpu", "cuda"]', 'backends = ["cpu", "cuda"]\nkernel-depends = [{ repo-id = "org/dep" }, { repo-id = "bad", version = 1 }]')
+    text = GOOD.replace('backends = ["cpu", "cuda"]',
+                        'backends = ["cpu", "cuda"]\nkernel-depends = [{ repo-id = "org/dep" }, { repo-id = "bad", version = 1 }]')
     _, findings = check(tmp_path, text)
     problems = [f.message for f in findings if f.code == "PB208"]
     assert any("neither" in m for m in problems) and any("`bad`" in m for m in problems)

@@ -8,8 +8,9 @@ import shutil
 
 import pytest
 
-from corpus_index import BUILD_TOMLS, LAYOUTS, cases, require_corpus
 from publisher.project.load import load_project
+
+from corpus_index import BUILD_TOMLS, LAYOUTS, cases, require_corpus
 from test_check import GOOD
 
 

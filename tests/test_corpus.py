@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from corpus_index import BUILD_TOMLS, by_verdict, cases, entries, require_corpus
 from publisher.project.load import load_project
+
+from corpus_index import BUILD_TOMLS, by_verdict, cases, entries, require_corpus
 
 # OK per upstream's *parser*, but `check` also knows what fails later (at CMake
 # configure time, when writing metadata, or when the client loads the variant).

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from build_fixtures import write_tiny_project
 from publisher.backends.docker import LABEL, DockerBackend, work_volume
 from publisher.backends.docker_settings import CA_IN_CONTAINER, host_index_settings
+
+from build_fixtures import write_tiny_project
+from cli_helper import CliResult, run_cli
 from matrix_fixtures import local_variant_name, write_local_matrix
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,10 +49,8 @@ def _engine_problem() -> str | None:
 needs_engine = pytest.mark.skipif(_engine_problem() is not None, reason=str(_engine_problem()))
 
 
-def _publisher(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PUBLISHER_DOCKER_BASE_IMAGE=BASE_IMAGE)
-    return subprocess.run([sys.executable, "-m", "publisher", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+def _publisher(*args: str) -> CliResult:
+    return run_cli(*args, env=dict(os.environ, PUBLISHER_DOCKER_BASE_IMAGE=BASE_IMAGE))
 
 
 def _our_containers(project: Path) -> list[str]:
@@ -162,7 +162,7 @@ def test_ctrl_c_stops_the_build_and_removes_the_container(tmp_path):
 @needs_engine
 def test_outputs_belong_to_the_requested_user_not_the_container(tmp_path):
     from publisher.builder.backend import BuildOptions, BuildRequest
-    from publisher.plan.matrix import find_matrix, load_matrix
+    from publisher.plan.matrix import load_matrix
     from publisher.plan.planner import make_plan, select
     from publisher.project.load import require_project
 

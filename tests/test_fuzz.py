@@ -7,17 +7,18 @@ from __future__ import annotations
 import io
 import json
 import tempfile
-import tomllib
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 import tomlkit
+import tomllib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corpus_index import BUILD_TOMLS, require_corpus
 from publisher.cli import main
+
+from corpus_index import BUILD_TOMLS, require_corpus
 
 FILES = sorted(BUILD_TOMLS.glob("*.toml")) if BUILD_TOMLS.is_dir() else []
 PARSED = []

@@ -5,17 +5,13 @@ a documented exit code with no traceback, and in --json mode stdout is JSON."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 import shutil
 import socket
-import subprocess
-import sys
 import tempfile
 import uuid
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -23,9 +19,10 @@ import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from publisher.cli import main
 from publisher.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK, EXIT_USAGE, PublisherError
 from publisher.project import schema
+
+from cli_helper import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 RMSNORM = ROOT / "kernel_projects" / "rmsnorm"
@@ -39,16 +36,10 @@ def fuzz(examples: int):
                     suppress_health_check=list(HealthCheck), database=None)
 
 
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            main(argv)
-        except SystemExit as exit_info:
-            code = exit_info.code
-        else:
-            code = 0
-    return code, out.getvalue(), err.getvalue()
+def run(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """`publisher ARGV` in-process, with `env` added to this process's environment."""
+    result = run_cli(*argv, env=None if env is None else {**os.environ, **env})
+    return result.returncode, result.stdout, result.stderr
 
 
 def assert_clear_answer(argv: list[str], code: int, stdout: str, stderr: str) -> None:
@@ -176,17 +167,6 @@ def test_the_variable_list_is_found_in_the_source():
         assert name in VARIABLES
 
 
-@contextmanager
-def environment(changes: dict[str, str]):
-    saved = dict(os.environ)
-    try:
-        os.environ.update(changes)
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
 # no NUL: no environment can hold one
 env_values = arbitrary.map(lambda s: s.replace("\0", ""))
 
@@ -198,9 +178,9 @@ def test_any_value_of_any_environment_variable_gets_a_clear_answer(softcap_build
     base = {"HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9", "PUBLISHER_HUB_RETRIES": "1"}
     if "HF_ENDPOINT" in changes:  # a made-up host must not be looked up
         changes = {**changes, "HF_HUB_OFFLINE": "1"}
-    with tempfile.TemporaryDirectory() as folder, environment({**base, **changes}):
+    with tempfile.TemporaryDirectory() as folder:
         for argv in commands(softcap_build, Path(folder)):
-            code, stdout, stderr = run(argv)
+            code, stdout, stderr = run(argv, {**base, **changes})
             assert_clear_answer(argv, code, stdout, stderr)
 
 
@@ -299,11 +279,10 @@ def test_a_version_beyond_64_bits_is_refused(tmp_path, version, refused):
     assert ("PB202" in codes) == refused and (code == EXIT_FAILED) == refused
 
 
-def _subprocess_push(project: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
+def _subprocess_push(project: Path, env: dict[str, str], *extra: str) -> CliResult:
     """A fresh interpreter: huggingface_hub reads HF_ENDPOINT while it is imported."""
-    return subprocess.run([sys.executable, "-m", "publisher", "push", "org/name", str(project), "--dry-run", "--json",
-                           "--allow-untested", *extra], env={**os.environ, **env}, capture_output=True, text=True,
-                          timeout=120)
+    return run_cli("push", "org/name", project, "--dry-run", "--json", "--allow-untested", *extra,
+                   env={**os.environ, **env}, process=True)
 
 
 @pytest.mark.parametrize("value, problem", [
@@ -316,8 +295,7 @@ def test_a_bad_hf_endpoint_is_a_usage_error_naming_it_not_a_retry(softcap_build,
     assert f"HF_ENDPOINT={value!r} {problem}" in done.stderr and "retry" not in done.stderr
     assert json.loads(done.stdout)["error"]["exit_code"] == EXIT_USAGE
     for argv in (["check", str(softcap_build)], ["matrix", str(softcap_build)]):  # these never need the Hub
-        assert subprocess.run([sys.executable, "-m", "publisher", *argv], env={**os.environ, "HF_ENDPOINT": value},
-                              capture_output=True, timeout=120).returncode == EXIT_OK
+        assert run(argv, {"HF_ENDPOINT": value})[0] == EXIT_OK
 
 
 @pytest.mark.parametrize("variable, value", [
@@ -325,8 +303,8 @@ def test_a_bad_hf_endpoint_is_a_usage_error_naming_it_not_a_retry(softcap_build,
     ("PUBLISHER_HUB_BACKOFF", "soon"), ("PUBLISHER_HUB_BACKOFF", "nan"), ("PUBLISHER_HUB_BACKOFF", "-1"),
 ])
 def test_a_bad_retry_setting_is_a_usage_error_naming_it(softcap_build, variable, value):
-    with environment({variable: value, "HF_HUB_OFFLINE": "1"}):
-        code, stdout, stderr = run(["push", "org/name", str(softcap_build), "--dry-run", "--json", "--allow-untested"])
+    code, stdout, stderr = run(["push", "org/name", str(softcap_build), "--dry-run", "--json", "--allow-untested"],
+                               {variable: value, "HF_HUB_OFFLINE": "1"})
     assert code == EXIT_USAGE and f"{variable}={value!r}" in stderr
     assert json.loads(stdout)["error"]["exit_code"] == EXIT_USAGE
 
@@ -341,8 +319,8 @@ def _closed_port() -> int:
 def test_a_dry_run_without_the_hub_plans_from_the_build(softcap_build, setting):
     env = {"HF_HUB_OFFLINE": "1"} if setting == "offline" else {
         "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}"}
-    with environment({**env, "PUBLISHER_HUB_RETRIES": "5", "PUBLISHER_HUB_BACKOFF": "30"}):
-        code, stdout, stderr = run(["push", "org/name", str(softcap_build), "--dry-run", "--json", "--allow-untested"])
+    code, stdout, stderr = run(["push", "org/name", str(softcap_build), "--dry-run", "--json", "--allow-untested"],
+                               {**env, "PUBLISHER_HUB_RETRIES": "5", "PUBLISHER_HUB_BACKOFF": "30"})
     assert code == EXIT_OK, stderr
     report = json.loads(stdout)
     assert report["hub"]["compared"] is False and report["hub"]["problem"]
@@ -352,8 +330,7 @@ def test_a_dry_run_without_the_hub_plans_from_the_build(softcap_build, setting):
     assert "could not compare with the Hub" in stderr and "retry" not in stderr and "try again later" not in stderr
     if setting == "offline":
         assert "HF_HUB_OFFLINE" in report["hub"]["problem"]
-        with environment(env):
-            code, stdout, stderr = run(["push", "org/name", str(softcap_build), "--allow-untested", "--json"])
+        code, stdout, stderr = run(["push", "org/name", str(softcap_build), "--allow-untested", "--json"], env)
         assert code == EXIT_ENVIRONMENT and "unset HF_HUB_OFFLINE" in stderr and json.loads(stdout)["error"]
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import re
 import shutil
 import textwrap
-import tomllib
 
 import pytest
+import tomllib
 
-from corpus_index import by_verdict, cases, require_corpus
 from publisher.cli import main
 from publisher.project.load import load_project
+
+from corpus_index import by_verdict, cases, require_corpus
 
 LEGACY = [e for e in by_verdict("OK-auto-upgrade", "MIGRATE", "REJECT")
           if e.format.startswith(("v1", "v2", "v3", "v4")) and e.verdict != "REJECT"

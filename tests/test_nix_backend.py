@@ -22,9 +22,9 @@ from publisher.errors import BuildFailed, ToolchainUnavailable
 from publisher.builder.metadata import read_metadata
 from publisher.errors import EnvironmentProblem, ProjectError
 from publisher.plan.planner import PlannedVariant
+from publisher.plan.variants import Variant
 from publisher.project.load import load_project
 from publisher.toolchains.spec import ToolchainSpec
-from publisher.plan.variants import Variant
 
 REPO = Path(__file__).resolve().parents[1]
 SYSTEM = {"x86_64": "x86_64-linux", "aarch64": "aarch64-linux"}.get(platform.machine(), "x86_64-linux")
@@ -186,8 +186,8 @@ def test_builds_only_the_selected_attribute_and_collects_the_variant(tmp_path):
 
     # Only redistributable.torch-cpu was built: torch-cuda (which fails) and
     # torch-xpu were not touched.
-    assert any("torch-cpu> compiling torch-cpu step 1" in l for l in lines)
-    assert not any("torch-cuda" in l or "torch-xpu" in l for l in lines)
+    assert any("torch-cpu> compiling torch-cpu step 1" in line for line in lines)
+    assert not any("torch-cuda" in line or "torch-xpu" in line for line in lines)
     assert sorted(p.name for p in request.stage_dir.iterdir()) == ["__init__.py", "metadata.json"]
     assert read_metadata(request.stage_dir)["name"] == "nixdemo"
     # Copied out of the read-only store, the files are ours to change.
@@ -208,7 +208,7 @@ def test_streams_the_build_log_line_by_line_and_to_the_log_file(tmp_path):
         backend.build(request, lines.append)
     finally:
         backend.close()
-    steps = [l for l in lines if "compiling torch-xpu" in l]
+    steps = [line for line in lines if "compiling torch-xpu" in line]
     assert steps == ["torch-xpu> compiling torch-xpu step 1", "torch-xpu> compiling torch-xpu step 2"]
     log = request.log.read_text()
     assert "$ nix build" in log and "#redistributable.torch-xpu" in log and "-L" in log
@@ -238,7 +238,7 @@ def test_a_failing_derivation_fails_the_variant_with_its_error_and_stages_nothin
     finally:
         backend.close()
     assert "kaboom in torch-cuda.cu" in err.value.first_error
-    assert any("torch-cuda> compiling torch-cuda step 2" in l for l in lines)
+    assert any("torch-cuda> compiling torch-cuda step 2" in line for line in lines)
     assert list(request.stage_dir.iterdir()) == []
 
 
@@ -252,7 +252,7 @@ def test_bundle_mode_builds_the_bundle_once_for_every_variant(tmp_path):
         backend.build(second, lines.append)
     finally:
         backend.close()
-    assert sum("bundle> bundling" in l for l in lines) == 1
+    assert sum("bundle> bundling" in line for line in lines) == 1
     assert "$ nix build" in first.log.read_text() and "#bundle" in first.log.read_text()
     assert "$ nix build" not in second.log.read_text() and "from the bundle" in second.log.read_text()
     for request in (first, second):

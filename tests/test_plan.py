@@ -121,7 +121,8 @@ def test_empty_capabilities_are_a_check_error_naming_kernel_and_toolkit(tmp_path
 def test_plan_leaves_out_a_cell_whose_kernel_has_no_archs(tmp_path):
     # The project is valid against a matrix without CUDA 12.6; planned against one with it,
     # the 12.6 cell is left out with the kernel named rather than failing at compile time.
-    (tmp_path / "build.toml").write_text(BUILD.format(general_extra="", torch_extra="", kernel_extra='cuda-capabilities = ["12.0"]', backends='["cuda"]'))
+    (tmp_path / "build.toml").write_text(BUILD.format(general_extra="", torch_extra="",
+                                                      kernel_extra='cuda-capabilities = ["12.0"]', backends='["cuda"]'))
     (tmp_path / "matrix.yaml").write_text(MATRIX.replace('"12.6": ["7.0", "7.5", "8.0", "8.6", "8.9", "9.0+PTX"]', '"12.6": ["12.0"]'))
     proj = require_project(tmp_path / "build.toml", matrix=tmp_path / "matrix.yaml")
     plan = make_plan(proj, load_matrix_from_text(tmp_path, MATRIX))
@@ -189,8 +190,9 @@ def test_broken_matrix_is_a_usage_error(tmp_path):
 
 def test_local_build_outside_the_named_matrix_is_flagged(tmp_path, local_matrix):
     """--local builds the running torch's variant; a matrix without that cell is said so (build warns)."""
-    from matrix_fixtures import local_variant_name
     from publisher.plan.planner import local_plan
+
+    from matrix_fixtures import local_variant_name
 
     proj_dir = tmp_path / "p"
     proj_dir.mkdir()

@@ -8,10 +8,12 @@ import json
 
 import pytest
 
-from build_fixtures import publisher, write_tiny_project
 from publisher.plan.matrix import load_matrix
 from publisher.project.load import require_project
 from publisher.push import coverage
+
+from build_fixtures import write_tiny_project
+from cli_helper import run_cli
 
 
 def _with_cpu_flags(root, *flags: str):
@@ -26,7 +28,7 @@ def _with_cpu_flags(root, *flags: str):
 
 def _cells(project) -> dict[tuple[str, str, str], str]:
     """(torch, compute, platform) -> 'in' or the rule that left it out, from `publisher matrix --explain`."""
-    out = publisher("matrix", str(project), "--explain")
+    out = run_cli("matrix", str(project), "--explain")
     assert out.returncode == 0, out.stdout + out.stderr
     cells = {}
     for line in out.stdout.split("Every cell of the matrix:")[1].splitlines():
@@ -47,7 +49,7 @@ def test_arch_flags_leave_out_the_platforms_they_cannot_compile_for(tmp_path, fl
     # The flags belong to the CPU kernel: the CUDA cells of every platform stay.
     assert {k[2] for k, v in cells.items() if k[1].startswith("cu") and v == "in"} == {"x86_64-linux", "aarch64-linux"}
 
-    checked = publisher("check", str(project), "--format", "json")
+    checked = run_cli("check", str(project), "--format", "json")
     assert checked.returncode == 0, checked.stdout
     (warning,) = [f for f in json.loads(checked.stdout)["findings"] if f["code"] == "PB502"]
     assert warning["severity"] == "warning" and warning["field"] == "kernel.scale_cpu.cxx-flags"
@@ -67,7 +69,7 @@ def test_publisher_toml_restricts_platforms_and_silences_the_warning(tmp_path):
     declared = {k: v for k, v in cells.items() if k[1] == "cpu" or k[1].startswith("cu")}
     assert {v for k, v in declared.items() if k[2] != "x86_64-linux"} == {"platform-not-selected"}
     assert "not in publisher.toml platforms (x86_64-linux)" in text
-    checked = publisher("check", str(project), "--format", "json")
+    checked = run_cli("check", str(project), "--format", "json")
     assert checked.returncode == 0
     assert not [f for f in json.loads(checked.stdout)["findings"] if f["code"] == "PB502"]
 
@@ -81,10 +83,10 @@ def test_publisher_toml_restricts_platforms_and_silences_the_warning(tmp_path):
 def test_invalid_publisher_toml_is_a_located_error(tmp_path, text, message):
     project = write_tiny_project(tmp_path / "tiny")
     (project / "publisher.toml").write_text(text)
-    checked = publisher("check", str(project), "--format", "json")
+    checked = run_cli("check", str(project), "--format", "json")
     assert checked.returncode == 1, checked.stdout
     (error,) = [f for f in json.loads(checked.stdout)["findings"] if f["code"] == "PB501"]
     assert message in error["message"] and error["file"].endswith("publisher.toml") and error["hint"]
-    built = publisher("build", str(project), "--local")
+    built = run_cli("build", str(project), "--local")
     assert built.returncode == 1 and "publisher.toml" in built.stderr and message in built.stderr
     assert "Traceback" not in built.stderr

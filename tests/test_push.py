@@ -10,10 +10,12 @@ import subprocess
 
 from huggingface_hub import CommitOperationAdd, HfApi
 
-from push_fixtures import build, load_kernel, repo_name, run_publisher, write_scale
 from publisher import state
 from publisher.plan.matrix import load_matrix
 from publisher.push.changes import variant_files
+
+from cli_helper import run_cli
+from push_fixtures import build, load_kernel, repo_name, write_scale
 
 LOAD_V1 = """
     import torch, kernels
@@ -27,7 +29,7 @@ def _api(hub) -> HfApi:
 
 
 def _push(hub, project, repo, *args, env=None):
-    return run_publisher(["push", repo, str(project), *args], env or hub.env())
+    return run_cli("push", repo, str(project), *args, env=env or hub.env())
 
 
 def _branch_files(hub, repo, rev):

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from huggingface_hub import HfApi
 
-from push_fixtures import repo_name, run_publisher
+from cli_helper import run_cli
+from push_fixtures import repo_name
 
 
 def _push(hub, project, *args, env=None):
-    return run_publisher(["push", repo_name(), str(project), *args], env or hub.env())
+    return run_cli("push", repo_name(), str(project), *args, env=env or hub.env())
 
 
 def _exists(hub, repo: str) -> bool:
@@ -20,7 +21,7 @@ def _exists(hub, repo: str) -> bool:
 
 def test_missing_required_variant_refuses_the_push(hub_env, scale_project):
     repo = repo_name()
-    refused = run_publisher(["push", repo, str(scale_project), "--variant", "torch-cpu"], hub_env.env())
+    refused = run_cli("push", repo, str(scale_project), "--variant", "torch-cpu", env=hub_env.env())
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "PP201" in refused.stderr and "lacks 1 of 2 required variant(s)" in refused.stderr
     assert "any platform: torch-cuda" in refused.stderr and "--partial" in refused.stderr
@@ -30,7 +31,7 @@ def test_missing_required_variant_refuses_the_push(hub_env, scale_project):
 
 def test_partial_push_says_what_is_missing_on_the_card_and_in_the_table(hub_env, scale_project):
     repo = repo_name()
-    pushed = run_publisher(["push", repo, str(scale_project), "--variant", "torch-cpu", "--partial"], hub_env.env())
+    pushed = run_cli("push", repo, str(scale_project), "--variant", "torch-cpu", "--partial", env=hub_env.env())
     assert pushed.returncode == 0, pushed.stdout + pushed.stderr
     assert "warning: PP201" in pushed.stderr
     table = pushed.stdout[pushed.stdout.index("in each environment of the matrix"):]
@@ -52,10 +53,10 @@ def test_complete_release_needs_no_partial(hub_env, scale_project):
 
 def test_allow_untested_never_publishes_a_failed_variant(hub_env, scale_project):
     (scale_project / "tests" / "test_scale.py").write_text("def test_fails():\n    assert 1 == 2\n")
-    tested = run_publisher(["test", "--variant", "torch-cpu", str(scale_project)], hub_env.env())
+    tested = run_cli("test", "--variant", "torch-cpu", str(scale_project), env=hub_env.env())
     assert tested.returncode == 1, tested.stdout + tested.stderr
     repo = repo_name()
-    refused = run_publisher(["push", repo, str(scale_project), "--allow-untested"], hub_env.env())
+    refused = run_cli("push", repo, str(scale_project), "--allow-untested", env=hub_env.env())
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "PP106 torch-cpu: tests failed" in refused.stderr
     assert not _exists(hub_env, repo)
@@ -64,7 +65,7 @@ def test_allow_untested_never_publishes_a_failed_variant(hub_env, scale_project)
 def test_untested_variant_is_refused_unless_allowed(hub_env, scale_project):
     (scale_project / "tests" / "test_scale.py").write_text(
         "import pytest\n\n\ndef test_needs_gpu():\n    pytest.skip('needs CUDA')\n")
-    tested = run_publisher(["test", "--variant", "torch-cpu", str(scale_project)], hub_env.env())
+    tested = run_cli("test", "--variant", "torch-cpu", str(scale_project), env=hub_env.env())
     assert tested.returncode == 1 and "untested" in tested.stdout, tested.stdout + tested.stderr
     refused = _push(hub_env, scale_project)
     assert refused.returncode == 1
@@ -78,13 +79,13 @@ def test_card_failure_after_a_verified_publish_exits_4(hub_env, scale_project):
     repo = repo_name()
     env = {**hub_env.env(), "PUBLISHER_HUB_RETRIES": "1", "PUBLISHER_HUB_BACKOFF": "0.05"}
     rule = hub_env.fault("commit", action="status", status=500, after=1, times=5)  # the 2nd commit: the card
-    result = run_publisher(["push", repo, str(scale_project), "--allow-untested"], env)
+    result = run_cli("push", repo, str(scale_project), "--allow-untested", env=env)
     hub_env.state.faults.clear()
     assert rule.hits > 1
     assert result.returncode == 4, result.stdout + result.stderr
     assert "the kernel is published" in result.stderr and "card commit to main failed" in result.stderr
     assert "verified:" in result.stdout
     assert "v1" in {b.name for b in HfApi(endpoint=hub_env.url).list_repo_refs(repo, repo_type="kernel").branches}
-    assert "4 the version branch was committed and verified" in run_publisher(["push", "--help"], env).stdout
-    rerun = run_publisher(["push", repo, str(scale_project), "--allow-untested"], env)
+    assert "4 the version branch was committed and verified" in run_cli("push", "--help", env=env).stdout
+    rerun = run_cli("push", repo, str(scale_project), "--allow-untested", env=env)
     assert rerun.returncode == 0 and "card: README.md on main updated" in rerun.stdout, rerun.stderr

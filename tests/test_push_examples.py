@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from push_fixtures import build, load_kernel, run_publisher
+from cli_helper import run_cli
+from push_fixtures import build, load_kernel
 
 PROJECTS = Path(__file__).resolve().parent.parent / "kernel_projects"
 
@@ -41,11 +42,11 @@ def test_example_push_and_load(hub_env, tmp_path, name):
     shutil.copytree(PROJECTS / name, project, ignore=shutil.ignore_patterns("build", "__pycache__"))
     env = hub_env.env()
     build(project, env)
-    tested = run_publisher(["test", str(project)], env, timeout=900)
+    tested = run_cli("test", str(project), env=env, timeout=900)
     # Variants without hardware here (CUDA) are published with --allow-untested, which says so loudly;
     # --partial: `build --local` of a compiled kernel makes only this machine's variant, no required one.
     repo = f"kernels-publisher-test/{name}"
-    pushed = run_publisher(["push", repo, str(project), "--allow-untested", "--partial"], env)
+    pushed = run_cli("push", repo, str(project), "--allow-untested", "--partial", env=env)
     assert pushed.returncode == 0, tested.stdout + pushed.stderr
     assert "verified:" in pushed.stdout
     loaded = load_kernel(env, CHECKS[name].format(repo=repo))

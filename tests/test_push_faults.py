@@ -12,8 +12,10 @@ import time
 import pytest
 from huggingface_hub import HfApi
 
-from push_fixtures import load_kernel, repo_name, run_publisher
 from publisher.push.changes import variant_files
+
+from cli_helper import run_cli
+from push_fixtures import load_kernel, repo_name
 
 VARIANTS = ("torch-cpu", "torch-cuda")
 
@@ -55,21 +57,21 @@ def _env(hub):
 def test_fault_never_leaves_a_half_release(hub_env, scale_project, endpoint, action, status, after):
     repo = repo_name()
     rule = hub_env.fault(endpoint, action=action, status=status or 500, after=after)
-    first = run_publisher(["push", repo, str(scale_project), "--allow-untested"], _env(hub_env))
+    first = run_cli("push", repo, str(scale_project), "--allow-untested", env=_env(hub_env))
     assert rule.hits > rule.after, f"the push never reached {endpoint}"
     assert "Traceback" not in first.stderr, first.stderr
     outcome = _state_of_v1(hub_env, repo, scale_project)
     assert outcome in ("absent", "complete")
     assert (first.returncode == 0) == (outcome == "complete"), (first.returncode, outcome, first.stderr)
     hub_env.state.faults.clear()
-    rerun = run_publisher(["push", repo, str(scale_project), "--allow-untested"], _env(hub_env))
+    rerun = run_cli("push", repo, str(scale_project), "--allow-untested", env=_env(hub_env))
     assert rerun.returncode == 0, rerun.stderr
     assert _state_of_v1(hub_env, repo, scale_project) == "complete"
 
 
 def test_fault_on_update_keeps_the_previous_release(hub_env, scale_project):
     repo = repo_name()
-    assert run_publisher(["push", repo, str(scale_project), "--allow-untested"], _env(hub_env)).returncode == 0
+    assert run_cli("push", repo, str(scale_project), "--allow-untested", env=_env(hub_env)).returncode == 0
     api = HfApi(endpoint=hub_env.url, token=hub_env.write_token)
     before = api.repo_info(repo, repo_type="kernel", revision="v1").sha
     (scale_project / "build" / "torch-cuda" / "extra.py").write_text("X = 1\n")
@@ -78,13 +80,12 @@ def test_fault_on_update_keeps_the_previous_release(hub_env, scale_project):
     write_metadata(scale_project / "build" / "torch-cuda",
                    {k: v for k, v in read_metadata(scale_project / "build" / "torch-cuda").items() if k != "digest"})
     hub_env.fault("commit", status=503)
-    failed = run_publisher(["push", repo, str(scale_project), "--allow-untested"], _env(hub_env))
+    failed = run_cli("push", repo, str(scale_project), "--allow-untested", env=_env(hub_env))
     assert failed.returncode == 3 and f"the Hub at {hub_env.url} failed: " in failed.stderr  # one attempt (_env)
     assert api.repo_info(repo, repo_type="kernel", revision="v1").sha == before
     # With publisher's retries on (the default policy, short backoff) the same fault is ridden out.
     hub_env.fault("commit", status=503)
-    ok = run_publisher(["push", repo, str(scale_project), "--allow-untested"],
-                       {**hub_env.env(), "PUBLISHER_HUB_BACKOFF": "0.05"})
+    ok = run_cli("push", repo, str(scale_project), "--allow-untested", env={**hub_env.env(), "PUBLISHER_HUB_BACKOFF": "0.05"})
     assert ok.returncode == 0, ok.stderr
     assert "retry: commit" in ok.stderr
     assert api.file_exists(repo, "build/torch-cuda/extra.py", repo_type="kernel", revision="v1")
@@ -103,7 +104,7 @@ def test_push_killed_mid_commit_then_rerun_completes(hub_env, scale_project):
     proc.communicate()
     time.sleep(3.5)  # the server finishes the commit it had received (on the staging branch)
     assert _state_of_v1(hub_env, repo, scale_project) == "absent"
-    rerun = run_publisher(["push", repo, str(scale_project), "--allow-untested"], hub_env.env())
+    rerun = run_cli("push", repo, str(scale_project), "--allow-untested", env=hub_env.env())
     assert rerun.returncode == 0, rerun.stderr
     assert _state_of_v1(hub_env, repo, scale_project) == "complete"
     loaded = load_kernel(hub_env.env(), f"""

@@ -20,9 +20,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from huggingface_hub import HfApi, snapshot_download
 
-from push_fixtures import load_kernel, repo_name, run_publisher
 from publisher.builder.metadata import check_variant
 from publisher.push.signature import GITHUB_ISSUER, bundle_problem
+
+from cli_helper import run_cli
+from push_fixtures import load_kernel, repo_name
 
 WORKFLOW_REF = "acme/kernels-ci/.github/workflows/release.yml@refs/heads/main"
 SIGNER_URI = f"https://github.com/{WORKFLOW_REF}"
@@ -89,7 +91,7 @@ def sign(variant_dir: Path, key: ec.EllipticCurvePrivateKey | None = None, cert_
 
 
 def _push(hub, project, repo, *args, env=None):
-    return run_publisher(["push", repo, str(project), "--allow-untested", *args], env or hub.env())
+    return run_cli("push", repo, str(project), "--allow-untested", *args, env=env or hub.env())
 
 
 def test_signed_release_uploads_bundles_verifies_them_and_the_card_says_how(hub_env, scale_project, tmp_path):

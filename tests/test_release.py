@@ -3,12 +3,13 @@ Hub-compatible server; a kernel that fails its tests is never pushed."""
 
 from __future__ import annotations
 
-
 import pytest
 from huggingface_hub import HfApi
 
 from publisher.plan.matrix import load_matrix
-from smoke_fixtures import publisher_cli, write_noarch
+
+from cli_helper import run_cli
+from smoke_fixtures import write_noarch
 
 pytestmark = pytest.mark.slow
 CPU_ONLY = "torch*-cpu*"
@@ -17,7 +18,7 @@ CPU_ONLY = "torch*-cpu*"
 def release(project, repo, hub, *args, op="doubled", partial=True):
     """The local CPU variant only: no required cell, hence --partial."""
     env = dict(hub.env(), BROKEN_OP=op)
-    return publisher_cli("release", str(project), "--repo", repo, "--local", "--variant", CPU_ONLY,
+    return run_cli("release", str(project), "--repo", repo, "--local", "--variant", CPU_ONLY,
                          "--endpoint", hub.url, *(["--partial"] if partial else []), *args, env=env)
 
 
@@ -67,7 +68,7 @@ def test_allow_untested_never_releases_a_failing_kernel(broken_project, hub_env)
 
 def test_release_of_a_passing_kernel_publishes_it(noarch_project, hub_env):
     repo = "release-test/halve"
-    result = publisher_cli("release", str(noarch_project), "--repo", repo, "--local", "--endpoint", hub_env.url,
+    result = run_cli("release", str(noarch_project), "--repo", repo, "--local", "--endpoint", hub_env.url,
                            env=dict(hub_env.env()))
     assert result.returncode == 0, result.stdout + result.stderr
     for step in ("== check", "== build", "== test", "== push"):
@@ -85,7 +86,7 @@ def test_release_rerun_fetches_from_the_hub_and_commits_nothing(hub_env, tmp_pat
     runs = []
     for checkout in ("first", "rerun"):
         project = write_noarch(tmp_path / checkout / "halve")
-        result = publisher_cli("release", str(project), "--repo", repo, "--local", "--endpoint", hub_env.url,
+        result = run_cli("release", str(project), "--repo", repo, "--local", "--endpoint", hub_env.url,
                                env=dict(hub_env.env()))
         assert result.returncode == 0, result.stdout + result.stderr
         runs.append(result)

@@ -5,7 +5,6 @@ run; Ctrl-C stops publisher even when it was launched with SIGINT ignored."""
 from __future__ import annotations
 
 import fcntl
-import os
 import signal
 import subprocess
 import sys

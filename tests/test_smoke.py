@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from publisher import state
+
+from cli_helper import run_cli
 from matrix_fixtures import GPU_RUNNER_MATRIX
-from smoke_fixtures import CUDA_VARIANT, publisher_cli, write_broken, write_files
+from smoke_fixtures import CUDA_VARIANT, write_broken, write_files
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_VARIANT_GLOB = "torch*-cpu-*"
@@ -23,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 def run_test(project: Path, *args: str, op: str = "doubled", timeout: float = 600):
     env = dict(os.environ, BROKEN_OP=op)
-    result = publisher_cli("test", str(project), "--json", *args, env=env, timeout=timeout)
+    result = run_cli("test", str(project), "--json", *args, env=env, timeout=timeout)
     assert "Traceback" not in result.stderr, result.stderr
     return result, json.loads(result.stdout)
 
@@ -82,7 +84,7 @@ def test_hang_is_stopped_by_the_variant_timeout(broken_project):
 
 def test_table_shows_the_failure_and_its_output(broken_project):
     env = dict(os.environ, BROKEN_OP="doubled")
-    result = publisher_cli("test", str(broken_project), "--variant", CPU_VARIANT_GLOB, env=env)
+    result = run_cli("test", str(broken_project), "--variant", CPU_VARIANT_GLOB, env=env)
     assert result.returncode == 1
     assert "failed" in result.stdout and "1 failed" in result.stdout
     assert "AssertionError" in result.stdout  # the tail of the output, under the table
@@ -94,7 +96,7 @@ def test_default_smoke_test_without_tests_folder(broken_project, tmp_path):
     registered under the metadata id, and calls every function that takes a
     tensor alone — which reaches the segfaulting op."""
     bare = write_broken(tmp_path / "broken", tests=False)
-    result = publisher_cli("test", str(bare), "--build-dir", str(broken_project / "build"), "--json",
+    result = run_cli("test", str(bare), "--build-dir", str(broken_project / "build"), "--json",
                            "--variant", CPU_VARIANT_GLOB)
     assert result.returncode == 1, result.stderr
     _, entry = only_entry(json.loads(result.stdout))
@@ -115,7 +117,7 @@ def test_variant_changed_after_the_build_is_not_tested(broken_project, fresh_cop
 
 
 def test_python_only_kernel_passes_the_default_smoke_test(noarch_project):
-    result = publisher_cli("test", str(noarch_project), "--json")
+    result = run_cli("test", str(noarch_project), "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     _, entry = only_entry(json.loads(result.stdout))
     assert entry["status"] == "passed" and entry["on_hardware"] is True
@@ -127,9 +129,9 @@ def test_softcap_example_passes(tmp_path):
     CUDA torch environment and reported as not run (no GPU here)."""
     out = tmp_path / "build"
     project = REPO / "kernel_projects" / "softcap"
-    built = publisher_cli("build", str(project), "--local", "--out", str(out), "--json")
+    built = run_cli("build", str(project), "--local", "--out", str(out), "--json")
     assert built.returncode == 0, built.stdout + built.stderr
-    result = publisher_cli("test", str(project), "--build-dir", str(out), "--variant", "torch-cpu", "--json")
+    result = run_cli("test", str(project), "--build-dir", str(out), "--variant", "torch-cpu", "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     _, entry = only_entry(json.loads(result.stdout))
     assert entry["status"] == "passed" and entry["on_hardware"] is True
@@ -139,9 +141,9 @@ def test_softcap_example_passes(tmp_path):
 def test_rmsnorm_cpu_variant_passes(tmp_path):
     out = tmp_path / "build"
     project = REPO / "kernel_projects" / "rmsnorm"
-    built = publisher_cli("build", str(project), "--local", "--out", str(out), "--json")
+    built = run_cli("build", str(project), "--local", "--out", str(out), "--json")
     assert built.returncode == 0, built.stdout + built.stderr
-    result = publisher_cli("test", str(project), "--build-dir", str(out), "--json")
+    result = run_cli("test", str(project), "--build-dir", str(out), "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     _, entry = only_entry(json.loads(result.stdout))
     assert entry["status"] == "passed" and entry["on_hardware"] is True
@@ -179,7 +181,7 @@ def test_only_the_variant_under_test_is_loaded(broken_project, fresh_copy, tmp_p
                       'backends = ["cpu"]\n\n[torch-noarch]\n',
         "torch-ext/broken/__init__.py": "from ._ops import ops\n\n\ndef doubled(x):\n    return x * 2\n",
     })
-    built = publisher_cli("build", str(fixed), "--local", "--out", str(project / "build"), "--json")
+    built = run_cli("build", str(fixed), "--local", "--out", str(project / "build"), "--json")
     assert built.returncode == 0, built.stdout + built.stderr
     result, report = run_test(project, "--variant", "torch-cpu", op="doubled")
     assert result.returncode == 0, report
@@ -212,5 +214,5 @@ def test_a_variant_that_ran_no_test_is_untested_not_passed(noarch_project, fresh
     assert entry["status"] == "untested" and entry["on_hardware"] is False
     assert entry["tests"]["passed"] == 0
     assert entry["reason"].startswith(reason)
-    table = publisher_cli("test", str(project)).stdout
+    table = run_cli("test", str(project)).stdout
     assert "untested (no test ran)" in table

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from smoke_fixtures import publisher_cli, write_files
+from cli_helper import run_cli
+from smoke_fixtures import write_files
 
 pytestmark = pytest.mark.slow
 
@@ -38,9 +39,9 @@ def square(x: torch.Tensor) -> torch.Tensor:
 
 def test_torch_ops_registered_by_importing_inductor_do_not_fail_the_kernel(tmp_path):
     project = write_files(tmp_path / "tritonish", TRITONISH)
-    built = publisher_cli("build", str(project), "--local", "--json")
+    built = run_cli("build", str(project), "--local", "--json")
     assert built.returncode == 0, built.stdout + built.stderr
-    result = publisher_cli("test", str(project), "--json")
+    result = run_cli("test", str(project), "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
     assert entry["status"] == "passed"

@@ -12,9 +12,11 @@ import subprocess
 import pytest
 
 from publisher.testing.environment import _recorded_toolchains
-from publisher.toolchains.provision import uv_path
 from publisher.testing.test_depends import declared_test_depends
-from smoke_fixtures import publisher_cli, write_files
+from publisher.toolchains.provision import uv_path
+
+from cli_helper import run_cli
+from smoke_fixtures import write_files
 
 FLAKE = """\
 {
@@ -56,7 +58,7 @@ def test_flake_check_inputs_are_the_test_dependencies(tmp_path, text, expected):
 def test_undeclared_import_names_the_module_and_the_fix(noarch_project, fresh_copy):
     project = fresh_copy(noarch_project)
     write_files(project, {"tests/test_halve.py": TEST_USING_TABULATE})
-    result = publisher_cli("test", str(project), "--json")
+    result = run_cli("test", str(project), "--json")
     assert result.returncode == 1
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
     assert entry["status"] == "failed"
@@ -67,7 +69,7 @@ def test_undeclared_import_names_the_module_and_the_fix(noarch_project, fresh_co
 def test_running_interpreter_is_asked_for_the_dependencies_not_changed(noarch_project, fresh_copy):
     project = fresh_copy(noarch_project)
     write_files(project, {"tests/test_halve.py": TEST_USING_TABULATE, "flake.nix": FLAKE})
-    result = publisher_cli("test", str(project), "--json")
+    result = run_cli("test", str(project), "--json")
     assert result.returncode == 1
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
     assert entry["status"] == "error"
@@ -96,9 +98,9 @@ def test_toolchain_test_environment_gets_the_dependencies(tmp_path):
         "tests/test_halve.py": TEST_USING_TABULATE,
         "flake.nix": FLAKE,
     })
-    assert publisher_cli("build", str(project), "--local").returncode == 0
+    assert run_cli("build", str(project), "--local").returncode == 0
     try:
-        result = publisher_cli("test", str(project), "--variant", "torch-cuda", "--allow-load-only", "--json",
+        result = run_cli("test", str(project), "--variant", "torch-cuda", "--allow-load-only", "--json",
                                env=dict(os.environ))
         assert "Traceback" not in result.stderr, result.stderr
         assert has(), result.stdout + result.stderr

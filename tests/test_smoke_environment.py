@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from publisher.testing.environment import can_load
 from publisher.plan.variants import Variant
+from publisher.testing.environment import can_load
 
 HOST = "x86_64-linux"
 CPU_213 = {"torch_version": "2.13.0+cpu", "cuda": None, "hip": None, "xpu": None}

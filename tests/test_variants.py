@@ -10,8 +10,8 @@ from packaging.version import Version
 
 from publisher.plan.matrix import load_matrix
 from publisher.plan.planner import make_plan
-from publisher.project.load import load_project
 from publisher.plan.variants import Variant, backend_of_compute, compute_version
+from publisher.project.load import load_project
 
 CUDA_RMS = """
 [general]

@@ -12,7 +12,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import click
@@ -20,6 +19,8 @@ import pytest
 import yaml
 
 from publisher.cli import cli
+
+from cli_helper import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
@@ -152,8 +153,7 @@ def test_every_publisher_command_line_parses_against_the_real_cli(monkeypatch):
 
 
 def _publisher_json(*args: str) -> list[dict]:
-    out = subprocess.run([sys.executable, "-m", "publisher", *args], cwd=REPO, capture_output=True, text=True,
-                         timeout=120)
+    out = run_cli(*args, cwd=REPO)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
