@@ -27,7 +27,6 @@ import yaml  # noqa: E402
 from build_fixtures import write_tiny_project  # noqa: E402
 from matrix_fixtures import GPU_RUNNER_MATRIX, local_variant_name, write_local_matrix  # noqa: E402
 
-
 LOCAL = local_variant_name()
 CUDA = "torch211-cxx11-cu130-x86_64-linux"  # the cell of GPU_RUNNER_MATRIX
 

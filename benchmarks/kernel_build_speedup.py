@@ -55,8 +55,8 @@ def finish(proc: subprocess.Popen, t0: float, label: str) -> tuple[float, str]:
     seconds = time.perf_counter() - t0
     try:
         states = ", ".join(f"{v['variant']}={v['state']}" for v in json.loads(out)["variants"])
-    except (ValueError, KeyError):
-        raise SystemExit(f"{label}: publisher build failed:\n{out[-2000:]}\n{err[-3000:]}")
+    except (ValueError, KeyError) as bad:
+        raise SystemExit(f"{label}: publisher build failed:\n{out[-2000:]}\n{err[-3000:]}") from bad
     return seconds, states
 
 
@@ -90,8 +90,8 @@ def main() -> None:
         # each build's own end time: wait for both at once, not one after the other
         with ThreadPoolExecutor(2) as pool:
             done = [pool.submit(lambda label, cpus: finish(*start(trees[label], copies[label], args, cpus), label),
-                                label, cpus) for label, cpus in zip(trees, opts.cpus)]
-            rows += [(label, *fut.result()) for label, fut in zip(trees, done)]
+                                label, cpus) for label, cpus in zip(trees, opts.cpus, strict=True)]
+            rows += [(label, *fut.result()) for label, fut in zip(trees, done, strict=True)]
     else:
         for label in trees:
             rows.append((label, *finish(*start(trees[label], copies[label], args, None), label)))

@@ -38,7 +38,7 @@ def main() -> None:
         with mock.patch.object(runner, "_guarded", lambda argv, env: list(argv)):
             direct = timed(argv, repeat)
         rows.append((label, direct, guarded))
-    print(f"| command | direct (ms) | under guard.py (ms) | added (ms) |\n| --- | ---: | ---: | ---: |")
+    print("| command | direct (ms) | under guard.py (ms) | added (ms) |\n| --- | ---: | ---: | ---: |")
     for label, direct, guarded in rows:
         print(f"| `{label}` | {direct:.1f} | {guarded:.1f} | {guarded - direct:.1f} |")
     print(f"\nmedian of {repeat} runs each")

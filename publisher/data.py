@@ -4,7 +4,7 @@ through here, so moving a module never moves the data it reads."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -22,7 +22,7 @@ def load_yaml(stream):
     return yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-@lru_cache(maxsize=None)
+@cache
 def read_yaml(name: str):
     with data_path(name).open() as fh:
         return load_yaml(fh)

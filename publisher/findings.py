@@ -4,10 +4,10 @@ a message and a fix hint. Stages return lists of findings; the CLI renders them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Iterable
 
 
 class Severity(str, Enum):

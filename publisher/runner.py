@@ -11,10 +11,10 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
 
 from publisher.secrets import redact
 
@@ -33,7 +33,7 @@ class RunResult:
         return self.returncode == 0 and not self.timed_out
 
     def first_error_line(self) -> str:
-        lines = [l for l in self.output.splitlines() if l.strip()]
+        lines = [line for line in self.output.splitlines() if line.strip()]
         for line in lines:
             low = line.lower()
             if "error" in low or "fatal" in low or "failed" in low:

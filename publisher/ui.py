@@ -8,9 +8,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, Sequence, TextIO
+from typing import Protocol, TextIO
 
 FINAL = ("built", "fetched", "cached", "failed", "unavailable", "cancelled")
 

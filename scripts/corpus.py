@@ -115,7 +115,7 @@ def build_manifest(corpus: Path, previous: dict, git_dirs: dict[str, str]) -> di
     resolve = ShaResolver(previous, git_dirs)
     files = []
     for cells in rows:
-        row = dict(zip(header, cells))
+        row = dict(zip(header, cells, strict=False))
         m = re.search(r"\[([^\]]+)\]", row["file"])
         if not m:
             raise CorpusError(f"{index}: row {row['#']}: column `file` has no [name](link)")

@@ -14,9 +14,9 @@ import json
 import shutil
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 
+import tomllib
 import torch
 from torch.utils import cpp_extension
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from typing import ClassVar, Iterator
+from collections.abc import Iterator
+from typing import ClassVar
 
 from publisher.builder import package
 from publisher.builder.backend import BackendSettings, BuildOutcome, BuildRequest, LineSink

@@ -10,9 +10,9 @@ import fcntl
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from publisher import runner, state
 from publisher.errors import UsageError

@@ -7,9 +7,10 @@ backend only has to fill an empty staging folder with one variant's files."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 from publisher.builder.jobserver import JobServer
 from publisher.plan.planner import PlannedVariant

@@ -84,7 +84,7 @@ def nvcc_parallel_flags(toolchain: Toolchain, targets: int) -> list[str]:
     return [f"--threads={targets}", "--jobserver"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _nvcc_has_jobserver(nvcc: str) -> bool:
     result = runner.run([nvcc, "--help"])
     return result.ok and "--jobserver" in result.output

@@ -16,9 +16,9 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from publisher.builder.hub_trust import decide_trust
 from publisher.builder.metadata import METADATA, check_variant, read_metadata, recorded_inputs

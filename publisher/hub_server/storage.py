@@ -26,10 +26,11 @@ import tempfile
 import threading
 import time
 import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from publisher.errors import HubError
 

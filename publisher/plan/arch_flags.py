@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from pathlib import Path
-from typing import Iterable
 
 import yaml
+
 from publisher.data import data_path
 
 _FILE = data_path("arch_flags.yaml")

@@ -10,10 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
-from publisher.data import load_yaml
-from publisher.data import data_path
+from publisher.data import data_path, load_yaml
 
 _RESOURCE = data_path("capabilities.yaml")
 _CUDA_SYNTAX = re.compile(r"(\d{1,6})\.(\d{1,6})([af]?)(\+PTX)?")

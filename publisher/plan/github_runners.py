@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import yaml
 
+from publisher.data import data_path
 from publisher.errors import UsageError
 from publisher.plan.planner import PlannedVariant
-from publisher.data import data_path
 
 RUNNERS = data_path("runners.yaml")
 # What a job with no runner runs on: it only reports why it cannot build.

@@ -3,16 +3,15 @@ where each toolchain comes from, and the default architectures per toolkit."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import yaml
 
-from publisher.data import load_yaml
+from publisher.data import data_path, load_yaml
 from publisher.errors import UsageError
 from publisher.plan.variants import Platform, backend_of_compute, compute_version
-from publisher.data import data_path
 
 DEFAULT_MATRIX = data_path("matrix.yaml")
 

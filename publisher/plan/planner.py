@@ -6,16 +6,16 @@ from __future__ import annotations
 import fnmatch
 import platform
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
+from publisher.errors import ProjectError, UsageError
 from publisher.plan import arch_flags
 from publisher.plan.capabilities import effective_cuda_archs, effective_rocm_archs
-from publisher.errors import ProjectError, UsageError
 from publisher.plan.matrix import Cell, Matrix
+from publisher.plan.variants import Platform, Variant
 from publisher.project.model import Project
 from publisher.toolchains.spec import ToolchainSpec
-from publisher.plan.variants import Platform, Variant
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ class Platform:
     os: str  # linux, darwin, windows
 
     @classmethod
-    def parse(cls, text: str) -> "Platform":
+    def parse(cls, text: str) -> Platform:
         cpu, _, os = text.partition("-")
         if os not in _OS_CPUS or cpu not in _OS_CPUS[os]:
             raise ValueError(f"unknown platform {text!r} (expected one of {', '.join(all_platforms())})")
@@ -87,7 +87,7 @@ class Variant:
         return self.name
 
     @classmethod
-    def parse(cls, name: str) -> "Variant":
+    def parse(cls, name: str) -> Variant:
         m = re.fullmatch(r"torch-([a-z]+)", name)
         if m:
             return cls("torch-noarch", None, m.group(1), None)

@@ -3,7 +3,7 @@ called when validation found no errors, so shapes can be trusted here."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from publisher.project.model import BackendExtras, BuildConfig, Framework, General, Kernel, KernelDependency
 

@@ -6,8 +6,9 @@ only they use. Each such key is a `Marker`, so findings can point at it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 # era names, oldest first
 PRE_V1, V1_V2, V3, V4, V5, UNSUPPORTED = "pre-v1", "v1/v2", "v3", "v4", "v5", "unsupported"

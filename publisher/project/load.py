@@ -7,10 +7,10 @@ from __future__ import annotations
 import copy
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
 
 try:
     import tomllib
@@ -205,7 +205,8 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
     text, data, findings = read_toml(build_toml)
     if data is None:
         return None, findings
-    cuda_toolkits, rocm_toolkits = matrix_toolkits(Path(matrix) if matrix else (root / "matrix.yaml" if root and (root / "matrix.yaml").is_file() else None))
+    project_matrix = root / "matrix.yaml" if root and (root / "matrix.yaml").is_file() else None
+    cuda_toolkits, rocm_toolkits = matrix_toolkits(Path(matrix) if matrix else project_matrix)
     found, upgraded, written = validate(data, cuda_toolkits, rocm_toolkits)
     if root is not None and layout and upgraded is not None:
         found += check_layout(root, upgraded, file)

@@ -5,9 +5,10 @@ looks at raw TOML again."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Literal
 
 BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu", "neuron", "tpu", "cann")
 COMPILED_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")

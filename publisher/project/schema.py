@@ -7,8 +7,8 @@ wrong types."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
 
 from publisher.findings import Finding
 from publisher.codes import finding
@@ -20,7 +20,7 @@ KERNEL_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
 class Key:
     kind: str  # str, int, strlist, table, tablelist, version-or-table
     required: bool = False
-    table: Mapping[str, "Key"] | None = None
+    table: Mapping[str, Key] | None = None
 
 
 def _t(fields: dict[str, Key], required: bool = False) -> Key:
@@ -197,12 +197,13 @@ def check_document(data: Mapping, edition: int) -> list[Finding]:
     """Structure of a whole file in edition `edition` (4 or 5)."""
     out: list[Finding] = []
     top = {"general": _t(_general(edition), True), **_frameworks(edition), "kernel": Key("table")}
-    for key, value in data.items():
+    for key in data:
         if key not in top:
             out.append(_unknown(key, key, top, "the top level"))
     general = data.get("general")
     if general is None:
-        out.append(finding("PB105", "required table [general] missing", field="general", hint="add a [general] table with name, version, license, backends"))
+        out.append(finding("PB105", "required table [general] missing", field="general",
+                           hint="add a [general] table with name, version, license, backends"))
     elif not isinstance(general, Mapping):
         out.append(finding("PB106", f"`general` must be a table, not {type_name(general)}", field="general", hint="write [general] as a table"))
     else:
@@ -222,7 +223,8 @@ def check_document(data: Mapping, edition: int) -> list[Finding]:
     kernels = data.get("kernel")
     if kernels is not None:
         if not isinstance(kernels, Mapping):
-            out.append(finding("PB106", f"`kernel` must be a table of kernels, not {type_name(kernels)}", field="kernel", hint="write each kernel as [kernel.<name>]"))
+            out.append(finding("PB106", f"`kernel` must be a table of kernels, not {type_name(kernels)}", field="kernel",
+                               hint="write each kernel as [kernel.<name>]"))
         else:
             for name, kernel in kernels.items():
                 _check_kernel(str(name), kernel, out)
@@ -232,7 +234,8 @@ def check_document(data: Mapping, edition: int) -> list[Finding]:
 def _check_kernel(name: str, kernel: object, out: list[Finding]) -> None:
     path = f"kernel.{name}"
     if not isinstance(kernel, Mapping):
-        out.append(finding("PB106", f"`{path}` must be a table, not {type_name(kernel)}", field=path, hint=f"write [kernel.{name}] with backend, src and depends"))
+        out.append(finding("PB106", f"`{path}` must be a table, not {type_name(kernel)}", field=path,
+                           hint=f"write [kernel.{name}] with backend, src and depends"))
         return
     backend = kernel.get("backend")
     if backend is None:

@@ -8,7 +8,8 @@ kind."""
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, MutableMapping
+from collections.abc import Callable, MutableMapping
+from typing import Any
 
 from publisher.errors import MigrationRefused
 from publisher.project import resources

@@ -5,7 +5,7 @@ TOML type are judged here (schema.py reports the others)."""
 from __future__ import annotations
 
 import re
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from publisher.findings import Finding
 from publisher.project import resources
@@ -119,7 +119,8 @@ def _license(general: Mapping, out: list[Finding]) -> None:
         close = suggest(unknown[0], known)
         out.append(finding("PB203", f"license `{value}` is not a license identifier the Hub knows ({', '.join(unknown)})",
                            field="general.license",
-                           hint=(f"did you mean `{close}`? " if close else "") + "the Hub card gets this value; use e.g. apache-2.0, mit, bsd-3-clause or `other`"))
+                           hint=(f"did you mean `{close}`? " if close else "")
+                           + "the Hub card gets this value; use e.g. apache-2.0, mit, bsd-3-clause or `other`"))
 
 
 def _backends(general: Mapping, out: list[Finding]) -> list[str] | None:
@@ -188,7 +189,8 @@ def _kernel_depends(value: object, path: str, out: list[Finding]) -> None:
         has_version, has_revision = "version" in item, "revision" in item
         if has_version == has_revision:
             problem = "both `version` and `revision`" if has_version else "neither `version` nor `revision`"
-            out.append(finding("PB208", f"{where}: has {problem}", field=path, hint="give exactly one: `version = N` (Hub branch vN) or `revision = \"<sha or branch>\"`"))
+            out.append(finding("PB208", f"{where}: has {problem}", field=path,
+                               hint="give exactly one: `version = N` (Hub branch vN) or `revision = \"<sha or branch>\"`"))
         version = item.get("version")
         if isinstance(version, int) and not isinstance(version, bool) and not 0 <= version <= MAX_INT:
             out.append(finding("PB208", f"{where}: version {_digits(version)} must be 0 or more and fit in 64 bits", field=path,

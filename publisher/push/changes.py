@@ -13,10 +13,10 @@ but in batches of 1,000 commits; here it is one commit.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping
 
 from publisher.push.hub_client import RemoteFile, Upload
 
@@ -31,7 +31,7 @@ class LocalFile:
     sha256: str
 
     @classmethod
-    def read(cls, repo_path: str, local_path: Path, sha256: str | None = None) -> "LocalFile":
+    def read(cls, repo_path: str, local_path: Path, sha256: str | None = None) -> LocalFile:
         """`sha256`: the hash the gate has just verified, so the file is not read again for it."""
         if sha256 is None:
             sha256 = hashlib.sha256(local_path.read_bytes()).hexdigest()

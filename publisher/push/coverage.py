@@ -7,8 +7,8 @@ here; a release lacking any of them is refused unless `--partial` says so.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from publisher import codes
 from publisher.findings import Finding, Severity

@@ -28,7 +28,7 @@ class SignerWorkflow:
     uri: str  # https://github.com/OWNER/REPO/.github/workflows/FILE@REF
 
     @classmethod
-    def parse(cls, ref: str) -> "SignerWorkflow":
+    def parse(cls, ref: str) -> SignerWorkflow:
         """From GITHUB_WORKFLOW_REF's form; ValueError when it is not one."""
         found = _WORKFLOW_REF.fullmatch(ref.strip().removeprefix("https://github.com/"))
         if not found:

@@ -5,12 +5,12 @@ parameters spelled out), and which environments get none."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
-from publisher.push.hub_client import RemoteFile
 from publisher.plan.matrix import Cell
 from publisher.push.changes import LocalFile
+from publisher.push.hub_client import RemoteFile
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,9 @@ def compare(expected: Mapping[str, LocalFile], deleted: Iterable[str], remote: M
 
 def resolve_cells(variant_names: Iterable[str], cells: Iterable[Cell]) -> list[Resolution]:
     """Ask the `kernels` resolver, per matrix cell, which of these variants it loads."""
-    from packaging.version import Version
-
     from kernels.backends import parse_backend
     from kernels.variants import _resolve_variant_for_system, parse_variant
+    from packaging.version import Version
 
     parsed = []
     for name in variant_names:

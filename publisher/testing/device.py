@@ -37,7 +37,7 @@ def collect() -> dict:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "platform": f"{platform.machine()}-{platform.system().lower()}",
-        "python": "%d.%d.%d" % sys.version_info[:3],
+        "python": "{}.{}.{}".format(*sys.version_info[:3]),
         # accelerator kind -> usable here (a CUDA torch without a GPU reports False)
         "accelerators": {"cuda": False, "rocm": False, "xpu": False, "metal": False},
     }

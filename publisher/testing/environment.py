@@ -11,9 +11,9 @@ import importlib.util
 import json
 import re
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Sequence
 
 from publisher import runner
 from publisher.errors import EnvironmentProblem

@@ -163,7 +163,7 @@ def render_table(results: list[VariantTestResult]) -> str:
         label = STATUS_LABELS.get(r.status, r.status)
         rows.append((r.variant, label, str(r.tests), describe_device(r.device) if r.device else "-", f"{r.seconds:.1f}s"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     for r in results:
         if r.reason:
             lines.append(f"  {r.variant}: {r.reason}")

@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import yaml
+
 from publisher.data import data_path
 
 _DATA = data_path("test_depends.yaml")

@@ -30,7 +30,7 @@ def probe() -> dict:
     nvidia = site / "nvidia"
     return {
         "python": sys.executable,
-        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        "python_version": "{}.{}.{}".format(*sys.version_info[:3]),
         "python_include": sysconfig.get_paths()["include"],
         "torch_version": importlib.metadata.version("torch"),
         "torch_dir": str(torch_dir),

@@ -1,7 +1,5 @@
 """RMSNorm and fused residual-add + RMSNorm (CUDA and CPU), as torch custom ops."""
 
-from typing import Optional, Tuple
-
 import torch
 
 from . import layers
@@ -16,19 +14,19 @@ _rms_norm = ops.rms_norm.default
 _fused_add_rms_norm = ops.fused_add_rms_norm.default
 
 
-def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6) -> torch.Tensor:
+def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
     """`x * rsqrt(mean(x**2, -1) + eps) * weight`, accumulated in float32, rounded once to `x.dtype`."""
     return _rms_norm(x, weight, eps)
 
 
 def fused_add_rms_norm(
-    x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6
-) -> Tuple[torch.Tensor, torch.Tensor]:
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Returns `(rms_norm(x + residual), x + residual)`; the sum is rounded to `x.dtype` before the norm."""
     return _fused_add_rms_norm(x, residual, weight, eps)
 
 
-def _check_fake(x: torch.Tensor, weight: Optional[torch.Tensor]) -> None:
+def _check_fake(x: torch.Tensor, weight: torch.Tensor | None) -> None:
     torch._check(x.dim() >= 1, lambda: "rms_norm: input must have at least one dimension")
     if weight is not None:
         torch._check(weight.dtype == x.dtype, lambda: "rms_norm: weight dtype differs from input dtype")
@@ -36,15 +34,15 @@ def _check_fake(x: torch.Tensor, weight: Optional[torch.Tensor]) -> None:
 
 
 @torch.library.register_fake(add_op_namespace_prefix("rms_norm"))
-def _rms_norm_fake(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float) -> torch.Tensor:
+def _rms_norm_fake(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
     _check_fake(x, weight)
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
 @torch.library.register_fake(add_op_namespace_prefix("fused_add_rms_norm"))
 def _fused_add_rms_norm_fake(
-    x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor], eps: float
-) -> Tuple[torch.Tensor, torch.Tensor]:
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor | None, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     _check_fake(x, weight)
     torch._check(residual.shape == x.shape, lambda: "fused_add_rms_norm: residual shape differs from input shape")
     return (
