@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from huggingface_hub import CommitOperationAdd, HfApi
 
 from publisher import state
@@ -51,6 +52,7 @@ def _checkout(project: Path, dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow  # compiles the tiny project twice
 def test_unchanged_inputs_are_fetched_from_the_hub_not_compiled(hub_env, tmp_path):
     project = write_tiny_project(tmp_path / "tiny", git=True)
     env = hub_env.env()
@@ -106,6 +108,7 @@ def test_unchanged_inputs_are_fetched_from_the_hub_not_compiled(hub_env, tmp_pat
     assert (state.state_dir(rerun / "build") / "work" / variant).is_dir()
 
 
+@pytest.mark.slow  # the session's built and tested project, pushed and fetched back
 def test_opt_out_unreachable_and_tampered_hub_builds(hub_env, scale_project, tmp_path):
     env = hub_env.env()
     repo = repo_name()

@@ -105,6 +105,7 @@ def _get(doc, path):
     return doc
 
 
+@pytest.mark.slow  # a fuzzer: 1500 examples
 @fuzz(1500)
 @given(st.sampled_from(FILES), st.data())
 def test_text_mutations(file, data):
@@ -123,12 +124,14 @@ def test_text_mutations(file, data):
     check_text(raw)
 
 
+@pytest.mark.slow  # a fuzzer: 1000 examples
 @fuzz(1000)
 @given(mutated_documents())
 def test_structure_mutations(doc):
     check_text(tomlkit.dumps(doc).encode())
 
 
+@pytest.mark.slow  # a fuzzer: 250 examples, each a migrate
 @fuzz(250)
 @given(mutated_documents(), st.booleans())
 def test_migrate_never_raises(doc, give_options):

@@ -171,6 +171,7 @@ def test_the_variable_list_is_found_in_the_source():
 env_values = arbitrary.map(lambda s: s.replace("\0", ""))
 
 
+@pytest.mark.slow  # a fuzzer: 25 examples x every command, build and test included
 @fuzz(25)
 @given(st.dictionaries(st.sampled_from(VARIABLES), env_values, min_size=1, max_size=3))
 def test_any_value_of_any_environment_variable_gets_a_clear_answer(softcap_build, changes):

@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 import subprocess
 
+import pytest
 from huggingface_hub import CommitOperationAdd, HfApi
 
 from publisher import state
@@ -16,6 +17,9 @@ from publisher.push.changes import variant_files
 
 from cli_helper import run_cli
 from push_fixtures import build, load_kernel, repo_name, write_scale
+
+# end-to-end: a built and tested project published to the Hub server and loaded back (seconds a test)
+pytestmark = pytest.mark.slow
 
 LOAD_V1 = """
     import torch, kernels

@@ -5,10 +5,14 @@ was published. Against the Hub-compatible server, with real builds and tests."""
 
 from __future__ import annotations
 
+import pytest
 from huggingface_hub import HfApi
 
 from cli_helper import run_cli
 from push_fixtures import repo_name
+
+# end-to-end: a built and tested project published to the Hub server and loaded back (seconds a test)
+pytestmark = pytest.mark.slow
 
 
 def _push(hub, project, *args, env=None):

@@ -17,6 +17,9 @@ from publisher.push.changes import variant_files
 from cli_helper import run_cli
 from push_fixtures import load_kernel, repo_name
 
+# end-to-end: a built and tested project published to the Hub server and loaded back (seconds a test)
+pytestmark = pytest.mark.slow
+
 VARIANTS = ("torch-cpu", "torch-cuda")
 
 

@@ -6,11 +6,15 @@ the in-process Hub-compatible server."""
 
 from __future__ import annotations
 
+import pytest
 from huggingface_hub import HfApi
 
 from cli_helper import run_cli
 from matrix_fixtures import local_variant_name
 from push_fixtures import repo_name
+
+# end-to-end: a built and tested project published to the Hub server and loaded back (seconds a test)
+pytestmark = pytest.mark.slow
 
 LOAD_CHECKED = "built and load-checked, not run on hardware"
 

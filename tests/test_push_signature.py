@@ -26,6 +26,9 @@ from publisher.push.signature import GITHUB_ISSUER, bundle_problem
 from cli_helper import run_cli
 from push_fixtures import load_kernel, repo_name
 
+# end-to-end: a built and tested project published to the Hub server and loaded back (seconds a test)
+pytestmark = pytest.mark.slow
+
 WORKFLOW_REF = "acme/kernels-ci/.github/workflows/release.yml@refs/heads/main"
 SIGNER_URI = f"https://github.com/{WORKFLOW_REF}"
 
