@@ -98,6 +98,7 @@ def test_manifest_is_in_sync_with_the_corpus():
     assert all(re.fullmatch(r"[0-9a-f]{40}", f["commit"]) for f in manifest["files"] + manifest["layouts"])
 
 
+@pytest.mark.slow  # a second pytest over the whole fetched corpus
 def test_fetched_corpus_passes_the_corpus_tests(tmp_path, github):
     dest = tmp_path / "corpus"
     result = _fetch(dest, github.url)

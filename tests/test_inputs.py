@@ -127,6 +127,7 @@ def softcap_build(tmp_path_factory) -> Path:
     return project
 
 
+@pytest.mark.slow  # a fuzzer: 60 examples x every command
 @fuzz(60)
 @given(field_edits())
 def test_any_string_in_any_build_toml_field_gets_a_clear_answer(edit):

@@ -39,7 +39,8 @@ def _nix_usable() -> str | None:
     return None
 
 
-pytestmark = [pytest.mark.nix, pytest.mark.skipif(_nix_usable() is not None, reason=str(_nix_usable()))]
+pytestmark = [pytest.mark.slow, pytest.mark.nix,
+              pytest.mark.skipif(_nix_usable() is not None, reason=str(_nix_usable()))]
 
 BUILD_TOML = """
 [general]
