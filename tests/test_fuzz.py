@@ -4,10 +4,8 @@ with exit 0 or 1 and never a traceback."""
 
 from __future__ import annotations
 
-import io
 import json
 import tempfile
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -16,8 +14,7 @@ import tomllib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from publisher.cli import main
-
+from cli_helper import run_cli
 from corpus_index import BUILD_TOMLS, require_corpus
 
 FILES = sorted(BUILD_TOMLS.glob("*.toml")) if BUILD_TOMLS.is_dir() else []
@@ -45,15 +42,8 @@ values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=
 
 
 def run(argv: list[str]) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            main(argv)
-        except SystemExit as exit_info:
-            code = exit_info.code
-        else:
-            code = 0
-    return code, out.getvalue() + err.getvalue()
+    result = run_cli(*argv)
+    return result.returncode, result.output
 
 
 def check_text(data: bytes) -> None:

@@ -10,9 +10,9 @@ import textwrap
 import pytest
 import tomllib
 
-from publisher.cli import main
 from publisher.project.load import load_project
 
+from cli_helper import run_cli
 from corpus_index import by_verdict, cases, require_corpus
 
 LEGACY = [e for e in by_verdict("OK-auto-upgrade", "MIGRATE", "REJECT")
@@ -21,11 +21,9 @@ LEGACY = [e for e in by_verdict("OK-auto-upgrade", "MIGRATE", "REJECT")
 PRE_V1 = [e for e in by_verdict("REJECT") if e.format.startswith("pre-v1")]
 
 
-def migrate(capsys, *argv):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["migrate", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
+def migrate(*argv):
+    result = run_cli("migrate", *argv)
+    return result.returncode, result.stdout, result.stderr
 
 
 def comments(text: str) -> list[str]:
@@ -33,14 +31,14 @@ def comments(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("entry", cases(LEGACY), ids=[e.file[-60:] for e in LEGACY] or None)
-def test_corpus_legacy_file_migrates(tmp_path, capsys, entry):
+def test_corpus_legacy_file_migrates(tmp_path, entry):
     require_corpus()
     path = tmp_path / "build.toml"
     shutil.copy(entry.toml, path)
     before = path.read_text()
-    code, out, err = migrate(capsys, path, "--check")
+    code, out, err = migrate(path, "--check")
     assert code == 1, out + err
-    code, out, err = migrate(capsys, path, "--license", "apache-2.0", "--version", "1")
+    code, out, err = migrate(path, "--license", "apache-2.0", "--version", "1")
     after = path.read_text()
     data = tomllib.loads(after)
     assert data["general"]["edition"] == 5
@@ -58,16 +56,16 @@ def test_corpus_legacy_file_migrates(tmp_path, capsys, entry):
     if entry.verdict != "REJECT":
         allowed = {"PB301", "PB207", "PB212"}  # the corpus' known later failures (test_corpus.py)
         assert config_errors <= allowed, [(f.code, f.message) for f in findings if f.is_error]
-    assert migrate(capsys, path, "--check")[0] == 0
-    assert migrate(capsys, path)[0] == 0 and path.read_text() == after
+    assert migrate(path, "--check")[0] == 0
+    assert migrate(path)[0] == 0 and path.read_text() == after
 
 
 @pytest.mark.parametrize("entry", cases(PRE_V1), ids=[e.file[-60:] for e in PRE_V1] or None)
-def test_pre_v1_files_are_refused_clearly(tmp_path, capsys, entry):
+def test_pre_v1_files_are_refused_clearly(tmp_path, entry):
     require_corpus()
     path = tmp_path / "build.toml"
     shutil.copy(entry.toml, path)
-    code, _, err = migrate(capsys, path, "--license", "mit", "--version", "1")
+    code, _, err = migrate(path, "--license", "mit", "--version", "1")
     assert code == 1 and "pre-v1" in err and "by hand" in err
     assert path.read_bytes() == entry.toml.read_bytes()
 
@@ -89,13 +87,13 @@ src = ["relu_cuda/relu.cu"]
 """
 
 
-def test_missing_license_and_version_are_refused_unless_given(tmp_path, capsys):
+def test_missing_license_and_version_are_refused_unless_given(tmp_path):
     path = tmp_path / "build.toml"
     path.write_text(V3)
-    code, _, err = migrate(capsys, path)
+    code, _, err = migrate(path)
     assert code == 1 and "--license" in err and "--version" in err and "Traceback" not in err
     assert path.read_text() == V3
-    code, out, _ = migrate(capsys, path, "--license", "mit", "--version", "3")
+    code, out, _ = migrate(path, "--license", "mit", "--version", "3")
     assert code == 0, out
     text = path.read_text()
     assert text.startswith("# kernel for relu\n[general]\nname = \"relu\"  # the Hub name\n")
@@ -105,15 +103,15 @@ def test_missing_license_and_version_are_refused_unless_given(tmp_path, capsys):
     assert text.index("[torch]") < text.index("[kernel.relu]")
 
 
-def test_diff_prints_and_does_not_write(tmp_path, capsys):
+def test_diff_prints_and_does_not_write(tmp_path):
     path = tmp_path / "build.toml"
     path.write_text(V3)
-    code, out, _ = migrate(capsys, tmp_path, "--diff", "--license", "mit", "--version", "1")
+    code, out, _ = migrate(tmp_path, "--diff", "--license", "mit", "--version", "1")
     assert code == 0 and path.read_text() == V3
     assert re.search(r"^\+edition = 5$", out, re.M) and out.startswith("---")
 
 
-def test_v1_shapes(tmp_path, capsys):
+def test_v1_shapes(tmp_path):
     path = tmp_path / "build.toml"
     path.write_text(textwrap.dedent("""\
         [general]
@@ -134,7 +132,7 @@ def test_v1_shapes(tmp_path, capsys):
         src = ["plain/p.cu"]
         depends = ["torch"]
     """))
-    assert migrate(capsys, path, "--license", "mit", "--version", "1")[0] == 0
+    assert migrate(path, "--license", "mit", "--version", "1")[0] == 0
     data = tomllib.loads(path.read_text())
     assert data["general"]["backends"] == ["cuda", "rocm"]
     assert data["general"]["cuda"] == {"minver": "12.4"}
@@ -143,10 +141,10 @@ def test_v1_shapes(tmp_path, capsys):
     assert data["kernel"]["plain"]["backend"] == "cuda"
 
 
-def test_universal_becomes_torch_noarch(tmp_path, capsys):
+def test_universal_becomes_torch_noarch(tmp_path):
     path = tmp_path / "build.toml"
     path.write_text('[general]\nname = "py-only"\nuniversal = true\n\n[torch]\npyext = ["py", "json"]\n')
-    assert migrate(capsys, path, "--license", "mit", "--version", "1")[0] == 0
+    assert migrate(path, "--license", "mit", "--version", "1")[0] == 0
     data = tomllib.loads(path.read_text())
     assert "torch" not in data and data["torch-noarch"] == {"pyext": ["py", "json"]}
     assert "universal" not in data["general"] and "cuda" in data["general"]["backends"]
@@ -154,15 +152,15 @@ def test_universal_becomes_torch_noarch(tmp_path, capsys):
     assert not [f for f in findings if f.is_error]
 
 
-def test_edition_5_needs_nothing(tmp_path, capsys):
+def test_edition_5_needs_nothing(tmp_path):
     path = tmp_path / "build.toml"
     path.write_text('[general]\nname = "x1"\nversion = 1\nedition = 5\nlicense = "mit"\nbackends = ["cpu"]\n[torch-noarch]\n')
-    code, out, _ = migrate(capsys, path, "--check")
+    code, out, _ = migrate(path, "--check")
     assert code == 0 and "nothing to do" in out
 
 
-def test_invalid_toml_is_reported_not_raised(tmp_path, capsys):
+def test_invalid_toml_is_reported_not_raised(tmp_path):
     path = tmp_path / "build.toml"
     path.write_text("[general\n")
-    code, _, err = migrate(capsys, path)
+    code, _, err = migrate(path)
     assert code == 1 and "invalid TOML" in err and "Traceback" not in err
