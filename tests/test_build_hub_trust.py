@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from hub_fixtures import Hub, _fake_token
-from push_fixtures import run_publisher
 from publisher.builder.hub_trust import decide_trust
 from publisher.hub_server.server import HubServer, ServerConfig
 from publisher.push.hub_client import HubClient
+
+from cli_helper import run_cli
+from hub_fixtures import Hub, _fake_token
 
 
 @pytest.fixture(scope="module")
@@ -56,16 +57,17 @@ def test_an_unreachable_hub_is_untrusted(monkeypatch):
 
 
 def _build(project: Path, env: dict, out: Path, *args: str) -> tuple[dict, str]:
-    result = run_publisher(["build", "--json", "--variant", "torch-cpu", "--out", str(out), *args, str(project)], env)
+    result = run_cli("build", "--json", "--variant", "torch-cpu", "--out", str(out), *args, str(project), env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     (row,) = json.loads(result.stdout)["variants"]
     return row, result.stderr
 
 
+@pytest.mark.slow  # end-to-end: the session's built and tested project
 def test_build_reuses_only_trusted_binaries(strict_hub, scale_project, tmp_path):
     env = strict_hub.env()
     repo = "strangers/scale"  # this server lets any write token push anywhere: the binaries got there somehow
-    pushed = run_publisher(["push", repo, str(scale_project), "--allow-untested", "--no-card"], env)
+    pushed = run_cli("push", repo, str(scale_project), "--allow-untested", "--no-card", env=env)
     assert pushed.returncode == 0, pushed.stderr
 
     row, stderr = _build(scale_project, env, tmp_path / "a", "--repo", repo)
@@ -88,18 +90,17 @@ def test_a_bad_trust_entry_is_a_clear_error(strict_hub, tmp_path):
 
     project = tmp_path / "scale"
     write_scale(project)
-    result = run_publisher(["build", "--local", "--repo", "a/b", "--hub-cache-trust", "not an org", str(project)],
-                           strict_hub.env())
+    result = run_cli("build", "--local", "--repo", "a/b", "--hub-cache-trust", "not an org", str(project), env=strict_hub.env())
     assert result.returncode == 2 and "--hub-cache-trust: `not an org` is not a Hub owner or repo id" in result.stderr
     (project / "publisher.toml").write_text("hub-cache-trust = \"strangers\"\n")
-    result = run_publisher(["build", "--local", str(project)], strict_hub.env())
+    result = run_cli("build", "--local", str(project), env=strict_hub.env())
     assert result.returncode != 0 and "publisher.toml" in result.stderr and "hub-cache-trust" in result.stderr
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow  # end-to-end: the session's built and tested project
 def test_a_signed_variant_is_fetched_only_while_its_bundle_signs_its_metadata(strict_hub, scale_project, tmp_path):
     from huggingface_hub import CommitOperationAdd, HfApi
-
     from test_push_signature import sign
 
     env = strict_hub.env()
@@ -107,7 +108,7 @@ def test_a_signed_variant_is_fetched_only_while_its_bundle_signs_its_metadata(st
     cpu, cuda = scale_project / "build" / "torch-cpu", scale_project / "build" / "torch-cuda"
     sign(cpu)
     sign(cuda)
-    pushed = run_publisher(["push", repo, str(scale_project), "--allow-untested", "--no-card"], env)
+    pushed = run_cli("push", repo, str(scale_project), "--allow-untested", "--no-card", env=env)
     assert pushed.returncode == 0, pushed.stderr
     row, _ = _build(scale_project, env, tmp_path / "a", "--repo", repo)
     assert row["state"] == "fetched", row

@@ -11,7 +11,8 @@ import publisher
 from publisher.codes import CODES, finding
 from publisher.findings import Severity
 
-from push_fixtures import run_publisher, write_scale
+from cli_helper import run_cli
+from push_fixtures import write_scale
 
 SOURCE = Path(publisher.__file__).parent
 CATALOGUE = SOURCE / "codes.py"
@@ -60,7 +61,7 @@ def _refused_project(tmp_path: Path) -> Path:
 
 def test_a_refused_push_shows_its_pp_code_in_text(tmp_path, hub):
     root = _refused_project(tmp_path)
-    refused = run_publisher(["push", "publisher-test/scale", str(root)], hub.env())
+    refused = run_cli("push", "publisher-test/scale", str(root), env=hub.env())
     assert refused.returncode == 1, refused.stderr
     assert "push refused:" in refused.stderr
     assert "PP101 torch-cpu: no valid metadata.json" in refused.stderr
@@ -70,7 +71,7 @@ def test_a_refused_push_shows_its_pp_code_in_text(tmp_path, hub):
 
 def test_a_refused_push_shows_its_pp_findings_in_json(tmp_path, hub):
     root = _refused_project(tmp_path)
-    refused = run_publisher(["push", "publisher-test/scale", str(root), "--json"], hub.env())
+    refused = run_cli("push", "publisher-test/scale", str(root), "--json", env=hub.env())
     assert refused.returncode == 1, refused.stderr
     doc = json.loads(refused.stdout)
     assert doc["ok"] is False and doc["error"]["exit_code"] == 1

@@ -61,7 +61,7 @@ def _our_containers(project: Path) -> list[str]:
     return out.stdout.split()
 
 
-def _states(result: subprocess.CompletedProcess) -> dict[str, dict]:
+def _states(result: CliResult) -> dict[str, dict]:
     assert result.returncode in (0, 1), result.stderr
     return {v["variant"]: v for v in json.loads(result.stdout)["variants"]}
 
@@ -190,8 +190,7 @@ def test_outputs_belong_to_the_requested_user_not_the_container(tmp_path):
 def test_no_engine_says_what_to_start_and_names_docker_host(tmp_path):
     project = write_tiny_project(tmp_path / "tiny")
     env = dict(os.environ, DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock")
-    result = subprocess.run([sys.executable, "-m", "publisher", "build", str(project), "--backend", "docker",
-                             "--matrix", str(LOCAL_MATRIX), "--variant", LOCAL_VARIANT], capture_output=True, text=True, env=env, timeout=120)
+    result = run_cli("build", project, "--backend", "docker", "--matrix", LOCAL_MATRIX, "--variant", LOCAL_VARIANT, env=env)
     assert result.returncode == 3, result.stderr
     assert f"no Docker engine answers at unix://{tmp_path}/no-engine.sock" in result.stderr
     assert "DOCKER_HOST" in result.stderr and "dockerd" in result.stderr
@@ -228,9 +227,8 @@ def test_index_settings_pass_the_ca_bundle_and_mount_only_local_indexes_that_exi
 def test_no_hub_cache_means_no_hub_lookup_outside_or_inside_the_container(hub_env, tmp_path):
     project = write_tiny_project(tmp_path / "tiny", git=True)
     env = dict(hub_env.env(), PUBLISHER_DOCKER_BASE_IMAGE=BASE_IMAGE)
-    result = subprocess.run([sys.executable, "-m", "publisher", "build", str(project), "--backend", "docker",
-                             "--matrix", str(LOCAL_MATRIX), "--variant", LOCAL_VARIANT, "--repo", "someorg/tiny",
-                             "--no-hub-cache", "--json"], capture_output=True, text=True, timeout=1500, env=env)
+    result = run_cli("build", project, "--backend", "docker", "--matrix", LOCAL_MATRIX, "--variant", LOCAL_VARIANT,
+                     "--repo", "someorg/tiny", "--no-hub-cache", "--json", env=env)
     entry = _states(result)[LOCAL_VARIANT]
     assert entry["state"] == "built", entry["error"]
     assert hub_env.state.requests == {}  # the driver asked our Hub nothing

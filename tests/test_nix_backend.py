@@ -18,9 +18,8 @@ import pytest
 
 from publisher.backends.nix import NixBackend
 from publisher.builder.backend import BuildOptions, BuildRequest
-from publisher.errors import BuildFailed, ToolchainUnavailable
 from publisher.builder.metadata import read_metadata
-from publisher.errors import EnvironmentProblem, ProjectError
+from publisher.errors import BuildFailed, EnvironmentProblem, ProjectError, ToolchainUnavailable
 from publisher.plan.planner import PlannedVariant
 from publisher.plan.variants import Variant
 from publisher.project.load import load_project

@@ -113,11 +113,11 @@ def test_test_children_read_only_the_protocol_names():
 
 
 def test_each_backend_takes_the_settings_it_reads(tmp_path):
-    from push_fixtures import write_scale
-
     from publisher.backends import get_backend
     from publisher.options import BackendSettings
     from publisher.project.load import require_project
+
+    from push_fixtures import write_scale
 
     write_scale(tmp_path / "scale")
     project = require_project(tmp_path / "scale")

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from huggingface_hub import HfApi
 
-from push_fixtures import repo_name, run_publisher
 from publisher.push.card import linked_files
 
+from cli_helper import run_cli
+from push_fixtures import repo_name
 
 CARD = """---
 library_name: kernels
@@ -32,6 +34,7 @@ def _relative_links(text: str) -> list[str]:
     return [link.split("#")[0] for link in links if not re.match(r"^(\w+:|#|/)", link)]
 
 
+@pytest.mark.slow  # end-to-end: the session's built and tested project
 def test_every_relative_link_of_the_pushed_card_resolves_on_main(hub_env, scale_project):
     (scale_project / "CARD.md").write_text(CARD)
     bench = scale_project / "benchmarks"
@@ -42,7 +45,7 @@ def test_every_relative_link_of_the_pushed_card_resolves_on_main(hub_env, scale_
     (scale_project / "docs").mkdir()
     (scale_project / "docs" / "guide.md").write_text("# guide\n")
     repo = repo_name()
-    pushed = run_publisher(["push", repo, str(scale_project), "--allow-untested"], hub_env.env())
+    pushed = run_cli("push", repo, str(scale_project), "--allow-untested", env=hub_env.env())
     assert pushed.returncode == 0, pushed.stderr
 
     api = HfApi(endpoint=hub_env.url, token=hub_env.write_token)
@@ -58,10 +61,11 @@ def test_every_relative_link_of_the_pushed_card_resolves_on_main(hub_env, scale_
     assert "benchmarks/benchmark.py" in api.list_repo_files(repo, repo_type="kernel", revision="v1")
 
 
+@pytest.mark.slow  # end-to-end: the session's built and tested project
 def test_a_card_linking_a_missing_file_stops_the_push_before_any_commit(hub_env, scale_project):
     (scale_project / "CARD.md").write_text("# scale\n\n![plot](benchmarks/rmsnorm.png)\n")
     repo = repo_name()
-    pushed = run_publisher(["push", repo, str(scale_project), "--allow-untested"], hub_env.env())
+    pushed = run_cli("push", repo, str(scale_project), "--allow-untested", env=hub_env.env())
     assert pushed.returncode != 0
     assert "CARD.md: the card links `benchmarks/rmsnorm.png`, which is not a file of the project" in pushed.stderr
     assert "Traceback" not in pushed.stderr

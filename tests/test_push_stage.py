@@ -34,6 +34,7 @@ class Recorder:
         self.cards.append(commit)
 
 
+@pytest.mark.slow  # end-to-end: the session's built and tested project
 def test_an_untested_variant_is_refused_with_its_code_before_the_hub_changes(scale_project, hub_env):
     repo = repo_name()
     events = Recorder()
@@ -46,6 +47,7 @@ def test_an_untested_variant_is_refused_with_its_code_before_the_hub_changes(sca
     assert dry.report["plan"]["branch_exists"] is False  # the refused push created nothing
 
 
+@pytest.mark.slow  # end-to-end: the session's built and tested project
 def test_a_dry_run_returns_its_refusals_and_the_plan_instead_of_raising(scale_project, hub_env):
     repo = repo_name()
     events = Recorder()
@@ -56,6 +58,7 @@ def test_a_dry_run_returns_its_refusals_and_the_plan_instead_of_raising(scale_pr
     assert [f["code"] for f in result.report["findings"]] == ["PP104"]
 
 
+@pytest.mark.slow  # end-to-end: the session's built and tested project
 def test_a_push_commits_verifies_and_updates_the_card(scale_project, hub_env):
     repo = repo_name()
     events = Recorder()

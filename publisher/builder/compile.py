@@ -11,16 +11,16 @@ import ninja
 
 from publisher import runner
 from publisher.builder import depends, flags
-from publisher.plan.capabilities import cuda_target_dirs
 from publisher.builder.backend import LineSink
-from publisher.errors import BuildFailed
 from publisher.builder.inputs import project_files
 from publisher.builder.jobserver import JobServer
 from publisher.builder.ninja_file import Compile, NinjaBuild, render, write_if_changed
+from publisher.data import DATA_DIR
+from publisher.errors import BuildFailed
+from publisher.plan.capabilities import cuda_target_dirs
 from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 from publisher.toolchains.provision import Toolchain
-from publisher.data import DATA_DIR
 
 RESOURCES = DATA_DIR
 _CXX = {".cpp", ".cc", ".cxx", ".c++", ".C"}

@@ -10,12 +10,11 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from publisher.data import load_yaml
 from publisher import runner
 from publisher.builder.backend import LineSink
+from publisher.data import data_path, load_yaml
 from publisher.errors import BuildFailed
 from publisher.toolchains.provision import cache_root, locked, uv_path
-from publisher.data import data_path
 
 SOURCES = data_path("depends_sources.yaml")
 

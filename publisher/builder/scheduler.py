@@ -8,10 +8,10 @@ import os
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
 
 import yaml
 
@@ -24,11 +24,11 @@ from publisher.builder.hub_cache import HubCache
 from publisher.builder.inputs import input_key, inputs_fingerprint, source_digest
 from publisher.builder.jobserver import JobServer
 from publisher.builder.metadata import METADATA, check_variant, read_metadata, stamp_inputs
+from publisher.data import data_path
+from publisher.errors import BuildFailed, ToolchainUnavailable
 from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 from publisher.ui import Progress
-from publisher.data import data_path
-from publisher.errors import BuildFailed, ToolchainUnavailable
 
 GIB = 1024**3
 UNAVAILABLE_TTL = 3600  # seconds an unavailable toolchain is not retried (--force retries)

@@ -5,21 +5,21 @@ with the chosen backend through the scheduler. No click here: the command
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from publisher.backends import get_backend
 from publisher.builder.backend import BuildOptions
 from publisher.builder.hub_cache import HubCache
 from publisher.builder.scheduler import Scheduler, VariantResult, default_budget, failed_in_report
 from publisher.errors import UsageError
+from publisher.hub_names import is_repo_id, is_trust_entry
 from publisher.options import BuildCommandOptions
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.plan.planner import local_plan, make_plan, select
 from publisher.project.load import require_project
 from publisher.project.model import Project
-from publisher.hub_names import is_repo_id, is_trust_entry
 from publisher.ui import Progress
 
 

@@ -8,7 +8,8 @@ import importlib.util  # not imported by `import importlib`; an editable install
 import signal
 import sys
 import threading
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 import click
 

@@ -53,7 +53,7 @@ def render_plan(plan: PushPlan) -> str:
         s = g.summary()
         rows.append((g.name, str(len(s["added"])), str(len(s["deleted"])), str(s["unchanged"]), size(s["bytes"])))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if plan.kept_variants:
         lines.append(f"kept on the branch, not part of this push: {', '.join(plan.kept_variants)}")
     return "\n".join(lines)

@@ -18,16 +18,16 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from publisher import env
-from publisher.hub_server.faults import Faults, FaultRule
 from publisher.errors import ConnectionDropped, HubError
+from publisher.hub_server.faults import FaultRule, Faults
 from publisher.hub_server.storage import REPO_TYPES, Entry, Repo, Storage, lfs_pointer
 
 _PREFIXES = {"datasets": "dataset", "spaces": "space", "kernels": "kernel"}
@@ -617,7 +617,7 @@ class HubServer:
         self.url = f"http://{host}:{self.httpd.server_address[1]}"
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "HubServer":
+    def start(self) -> HubServer:
         """Serve in a background thread."""
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="hub-server", daemon=True)
         self._thread.start()

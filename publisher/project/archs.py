@@ -5,8 +5,10 @@ Upstream only finds these problems at CMake configure time, per variant."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
+from publisher.codes import finding
+from publisher.findings import Finding
 from publisher.plan.capabilities import (
     effective_cuda_archs,
     effective_rocm_archs,
@@ -15,8 +17,6 @@ from publisher.plan.capabilities import (
     is_wellformed_capability,
     parse_capability,
 )
-from publisher.findings import Finding
-from publisher.codes import finding
 from publisher.project.values import parse_version
 
 Toolkits = Mapping[str, tuple[str, ...]]

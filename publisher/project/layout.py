@@ -9,8 +9,8 @@ import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from publisher.findings import Finding
 from publisher.codes import finding
+from publisher.findings import Finding
 
 _SKIP_DIRS = {".git", ".hg", "build", "result", ".venv", "venv", "__pycache__", "node_modules", ".direnv"}
 _BINDING_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".mm", ".cu")

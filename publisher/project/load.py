@@ -17,18 +17,17 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from publisher.errors import ProjectError, UsageError
+from publisher.codes import finding
+from publisher.errors import MigrationRefused, ProjectError, UsageError
 from publisher.findings import Finding, Severity, has_errors, render_human
 from publisher.project import editions, schema
 from publisher.project.archs import check_archs
-from publisher.codes import finding
 from publisher.project.convert import to_config
 from publisher.project.layout import check_layout, file_kind, unusable
 from publisher.project.locate import KeyLines
 from publisher.project.model import Project
 from publisher.project.platforms import platform_findings
 from publisher.project.settings import read_settings
-from publisher.errors import MigrationRefused
 from publisher.project.upgrade import upgrade
 from publisher.project.values import check_values
 

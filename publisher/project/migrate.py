@@ -13,11 +13,10 @@ from pathlib import Path
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from publisher.errors import ProjectError
+from publisher.errors import MigrationRefused, ProjectError
 from publisher.findings import Finding
 from publisher.project import editions
 from publisher.project.load import foreign, matrix_toolkits, read_toml, resolve, tomllib, validate
-from publisher.errors import MigrationRefused
 from publisher.project.upgrade import upgrade
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from publisher.codes import finding
 from publisher.findings import Finding
 from publisher.plan.matrix import find_matrix, load_matrix
-from publisher.codes import finding
 from publisher.project.model import Project
 from publisher.project.settings import FILE_NAME
 

@@ -10,8 +10,8 @@ import difflib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from publisher.findings import Finding
 from publisher.codes import finding
+from publisher.findings import Finding
 
 KERNEL_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
 

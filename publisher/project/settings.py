@@ -17,10 +17,10 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from publisher.findings import Finding
 from publisher.codes import finding
-from publisher.plan.variants import Platform, all_platforms
+from publisher.findings import Finding
 from publisher.hub_names import is_trust_entry
+from publisher.plan.variants import Platform, all_platforms
 
 FILE_NAME = "publisher.toml"
 _KEYS = ("platforms", "hub-cache-trust")

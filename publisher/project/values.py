@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from publisher.codes import finding
 from publisher.findings import Finding
 from publisher.project import resources
-from publisher.codes import finding
 from publisher.project.model import BACKENDS
 from publisher.project.schema import suggest
 

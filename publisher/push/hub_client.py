@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, TypeVar
+from typing import TypeVar
 
 from publisher import env
 
@@ -22,15 +23,19 @@ env.hub_endpoint(None)  # huggingface_hub parses HF_ENDPOINT while it is importe
 
 import httpx2  # noqa: E402
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, constants  # noqa: E402
-from huggingface_hub.errors import (  # noqa: E402
-    HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError)
+from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError  # noqa: E402
 from huggingface_hub.hf_api import RepoFile  # noqa: E402
 from huggingface_hub.lfs import UploadInfo  # noqa: E402
 from huggingface_hub.utils import get_token  # noqa: E402
 
 from publisher import __version__, secrets  # noqa: E402
 from publisher.errors import (  # noqa: E402
-    AuthError, ConflictError, EnvironmentProblem, OfflineError, PublisherError, TransientError,
+    AuthError,
+    ConflictError,
+    EnvironmentProblem,
+    OfflineError,
+    PublisherError,
+    TransientError,
 )
 from publisher.hub_names import is_repo_id  # noqa: E402,F401 - re-exported for callers
 
@@ -89,7 +94,7 @@ class RetryPolicy:
     max_seconds: float = 16.0
 
     @classmethod
-    def from_env(cls) -> "RetryPolicy":
+    def from_env(cls) -> RetryPolicy:
         """PUBLISHER_HUB_RETRIES / PUBLISHER_HUB_BACKOFF let tests and slow links tune the policy."""
         return cls(attempts=env.hub_attempts(cls.attempts), base_seconds=env.hub_backoff(cls.base_seconds))
 

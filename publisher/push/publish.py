@@ -18,15 +18,14 @@ from __future__ import annotations
 import secrets
 import time
 from concurrent.futures import Executor
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from publisher.errors import ConflictError, TransientError, UsageError, VerificationFailed
-from publisher.push.hub_client import HubClient, RemoteFile, Upload
 from publisher.push.changes import ADD, DELETE, LocalFile, PushPlan, benchmark_files, make_plan
+from publisher.push.hub_client import HubClient, RemoteFile, Upload
 from publisher.push.verify import compare
-
 
 STAGING_PREFIX = "publisher-staging-"
 STAGING_MAX_AGE = 3600

@@ -15,7 +15,13 @@ from typing import Protocol
 from publisher import state
 from publisher.builder.metadata import SIGNATURE
 from publisher.errors import (
-    OfflineError, PublishedIncomplete, PublisherError, ProjectError, PushRefused, TransientError, UsageError,
+    OfflineError,
+    ProjectError,
+    PublishedIncomplete,
+    PublisherError,
+    PushRefused,
+    TransientError,
+    UsageError,
 )
 from publisher.findings import Finding, render_line
 from publisher.options import PushOptions

@@ -17,16 +17,16 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 from publisher import runner, state
+from publisher.plan.variants import Variant
 from publisher.testing import protocol, report
 from publisher.testing.environment import TestEnvironment
 from publisher.testing.report import VariantTestResult
-from publisher.plan.variants import Variant
 
 HERE = Path(__file__).parent
 PROBE_TIMEOUT = 180

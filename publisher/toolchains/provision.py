@@ -16,16 +16,16 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 from publisher import env, runner
-from publisher.toolchains import probe as toolchain_probe
 from publisher.errors import ToolchainUnavailable
-from publisher.toolchains.spec import ToolchainSpec
 from publisher.plan.variants import backend_of_compute, compute_version
+from publisher.toolchains import probe as toolchain_probe
+from publisher.toolchains.spec import ToolchainSpec
 
 LineSink = Callable[[str], None]
 _RECORD = "toolchain.json"
@@ -225,7 +225,7 @@ def _run(argv: list[str], log: Path | None, on_line: LineSink, what: str) -> Non
 
 
 def _reason(output: str) -> str:
-    lines = [l.strip() for l in output.splitlines() if l.strip()]
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
     for line in lines:
         if re.search(r"error|no matching distribution|not found|unsatisfiable|no solution|failed", line, re.I):
             return line[:300]
