@@ -10,7 +10,6 @@ import json
 import platform
 import shutil
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -24,6 +23,8 @@ from publisher.plan.planner import PlannedVariant
 from publisher.plan.variants import Variant
 from publisher.project.load import load_project
 from publisher.toolchains.spec import ToolchainSpec
+
+from cli_helper import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 SYSTEM = {"x86_64": "x86_64-linux", "aarch64": "aarch64-linux"}.get(platform.machine(), "x86_64-linux")
@@ -294,10 +295,7 @@ def test_the_author_template_in_nix_folder_builds_when_copied_into_a_project(tmp
 
 def test_publisher_build_with_the_nix_backend_builds_validates_and_keeps_going(tmp_path):
     root = _project(tmp_path)
-    result = subprocess.run(
-        [sys.executable, "-m", "publisher", "build", str(root), "--backend", "nix", "--json"],
-        capture_output=True, text=True, timeout=600,
-    )
+    result = run_cli("build", root, "--backend", "nix", "--json")
     assert result.returncode == 1, result.stderr  # torch-cuda's derivation fails on purpose
     states = {v["variant"]: v for v in json.loads(result.stdout)["variants"]}
     assert states["torch-cpu"]["state"] == "built" and states["torch-cpu"]["backend"] == "nix"
