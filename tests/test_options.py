@@ -11,12 +11,23 @@ import pytest
 
 import publisher
 from publisher import env
+from publisher.cli import main
 from publisher.errors import UsageError
 from publisher.findings import Severity
-from publisher.cli import main
-from publisher.options import (BuildCommandOptions, CheckOptions, HubServerOptions, MatrixOptions, MigrateOptions,
-                               PushOptions, ReleaseOptions, Selection, TestCommandOptions)
+from publisher.options import (
+    BuildCommandOptions,
+    CheckOptions,
+    HubServerOptions,
+    MatrixOptions,
+    MigrateOptions,
+    PushOptions,
+    ReleaseOptions,
+    Selection,
+    TestCommandOptions,
+)
 from publisher.testing.run_variant import TestOptions
+
+from cli_helper import run_cli
 
 SOURCE = Path(publisher.__file__).parent
 # Files that run inside a variant's test environment, without publisher importable:
@@ -201,14 +212,12 @@ def test_hub_server_generates_a_write_token_only_without_token(tmp_path):
 
 
 @pytest.mark.parametrize("port", [-1, 65536, 70000])
-def test_a_port_out_of_range_is_a_usage_error_not_a_crash(tmp_path, capsys, port):
+def test_a_port_out_of_range_is_a_usage_error_not_a_crash(tmp_path, port):
     with pytest.raises(UsageError, match=f"--port: {port} is not a TCP port"):
         HubServerOptions(data_dir=tmp_path, port=port)
-    with pytest.raises(SystemExit) as exit_info:
-        main(["hub-server", "--data-dir", str(tmp_path / "data"), "--port", str(port)])
-    _, err = capsys.readouterr()
-    assert exit_info.value.code == 2
-    assert err.startswith(f"error: --port: {port} is not a TCP port\n  hint: ") and "Traceback" not in err
+    result = run_cli("hub-server", "--data-dir", tmp_path / "data", "--port", port)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: --port: {port} is not a TCP port\n  hint: ") and "Traceback" not in result.stderr
 
 
 def test_check_and_matrix_stages_run_from_code_and_return_values():

@@ -5,25 +5,24 @@ test` (run_project_tests) and `publisher release` (run_tests)."""
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Sequence
 
 from publisher import state
-from publisher.errors import ToolchainUnavailable
 from publisher.builder.metadata import check_variant
-from publisher.errors import PublisherError, UsageError
+from publisher.errors import PublisherError, ToolchainUnavailable, UsageError
 from publisher.options import TestCommandOptions
 from publisher.plan.planner import PlannedVariant
+from publisher.plan.variants import Variant
 from publisher.project.load import require_project
 from publisher.project.model import Project
 from publisher.testing.environment import select_environment
 from publisher.testing.report import VariantTestResult
 from publisher.testing.run_variant import TestOptions, VariantUnderTest, run_variant
 from publisher.testing.test_depends import declared_test_depends
-from publisher.plan.variants import Variant
 
 Sink = Callable[[str], None]
 
@@ -109,7 +108,7 @@ def run_tests(
             results.append(_not_testable(name, variant_dir, "the variant folder is not a valid build: " + "; ".join(check.problems[:3])))
         else:
             try:
-                env = select_environment(Variant.parse(name), lambda: plan().get(name),
+                env = select_environment(Variant.parse(name), lambda name=name: plan().get(name),
                                          lambda line: on_progress("    " + line), test_depends)
             except (PublisherError, ToolchainUnavailable) as err:
                 reason = getattr(err, "reason", None) or getattr(err, "message", str(err))
