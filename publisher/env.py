@@ -54,6 +54,32 @@ def hub_endpoint(explicit: str | None) -> str:
     return value.rstrip("/")
 
 
+def token_problem(token: str) -> str | None:
+    """Why `token` cannot be sent as a Hub token, or None. Never shows the value."""
+    if not token.isascii() or not token.isprintable() or any(c.isspace() for c in token):
+        return "contains characters a Hub token never has (spaces, control or non-ASCII characters)"
+    return None
+
+
+def hub_token(explicit: str | None) -> str | None:
+    """The token to send: `explicit`, else HF_TOKEN, else huggingface_hub's login
+    (its token file, HF_TOKEN_PATH). A value that cannot be a header is a usage
+    error naming where it came from, never the value itself."""
+    if explicit:
+        token, source = explicit, "the token given"
+    elif os.environ.get("HF_TOKEN"):
+        token, source = os.environ["HF_TOKEN"], "HF_TOKEN"
+    else:
+        from huggingface_hub.utils import get_token
+
+        token, source = get_token(), "the saved Hub login (hf auth login)"
+    problem = token_problem(token) if token else None
+    if problem:
+        raise UsageError(f"{source} {problem}",
+                         "set HF_TOKEN to a token from <endpoint>/settings/tokens, or unset it to use `hf auth login`")
+    return token or None
+
+
 def hub_offline() -> bool:
     """HF_HUB_OFFLINE, read as huggingface_hub reads it (TRANSFORMERS_OFFLINE when it is unset)."""
     return (os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "").upper() in _TRUE

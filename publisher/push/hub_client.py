@@ -9,7 +9,6 @@ caller checks whether the commit landed (see push/commit.py).
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -26,7 +25,6 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, co
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError  # noqa: E402
 from huggingface_hub.hf_api import RepoFile  # noqa: E402
 from huggingface_hub.lfs import UploadInfo  # noqa: E402
-from huggingface_hub.utils import get_token  # noqa: E402
 
 from publisher import __version__, secrets  # noqa: E402
 from publisher.errors import (  # noqa: E402
@@ -125,7 +123,7 @@ class HubClient:
         constants.HF_HUB_OFFLINE = env.hub_offline()
         self.offline = constants.HF_HUB_OFFLINE
         self.endpoint = env.hub_endpoint(endpoint)
-        self.token = token or os.environ.get("HF_TOKEN") or get_token()
+        self.token = env.hub_token(token)
         secrets.register(self.token)
         self.retry = retry or RetryPolicy.from_env()
         self.on_retry = on_retry or (lambda message: None)
