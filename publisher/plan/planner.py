@@ -14,6 +14,7 @@ from publisher.plan.capabilities import effective_cuda_archs, effective_rocm_arc
 from publisher.errors import ProjectError, UsageError
 from publisher.plan.matrix import Cell, Matrix
 from publisher.project.model import Project
+from publisher.project.versions import version_key, within
 from publisher.toolchains.spec import ToolchainSpec
 from publisher.plan.variants import Platform, Variant
 
@@ -67,20 +68,6 @@ class BuildPlan:
         return {p.name: p for p in self.variants}
 
 
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in str(text).split(".") if p.isdigit())
-
-
-def _within(version: str, minver: str | None, maxver: str | None) -> bool:
-    """Bounds compare on as many components as the bound gives ("2.10" admits 2.10.x)."""
-    v = _version_tuple(version)
-    if minver and v[: len(_version_tuple(minver))] < _version_tuple(minver):
-        return False
-    if maxver and v[: len(_version_tuple(maxver))] > _version_tuple(maxver):
-        return False
-    return True
-
-
 def _kernel_archs(project: Project, matrix: Matrix, cell: Cell) -> tuple[dict[str, tuple[str, ...]], list[str]]:
     """Effective architectures per kernel of the cell's backend, and the
     kernels left with none (an error `check` reports before any compile)."""
@@ -90,7 +77,7 @@ def _kernel_archs(project: Project, matrix: Matrix, cell: Cell) -> tuple[dict[st
     if defaults is None:
         return archs, empty
     for kernel in project.config.kernels_for(cell.backend):
-        if cell.backend == "cuda" and kernel.cuda_minver and not _within(cell.toolkit or "0", kernel.cuda_minver, None):
+        if cell.backend == "cuda" and kernel.cuda_minver and not within(cell.toolkit or "0", kernel.cuda_minver, None):
             continue  # upstream skips a kernel whose cuda-minver the toolkit does not meet
         try:
             if cell.backend == "cuda":
@@ -145,10 +132,10 @@ def _decide(project: Project, matrix: Matrix, cell: Cell) -> tuple[CellDecision,
         return out("arch-flags", f"{field}: {flag}{more} compiles for {'/'.join(cpus)} only, not {cell.platform}")
     if framework.kind == "tvm-ffi":
         return out("framework-unsupported", "tvm-ffi variants need a tvm-ffi release in the matrix; none is listed")
-    if not _within(cell.torch, framework.minver, framework.maxver):
+    if not within(cell.torch, framework.minver, framework.maxver):
         bounds = f"[{framework.minver or '-'}, {framework.maxver or '-'}]"
         return out("torch-bounds", f"torch {cell.torch} is outside [torch] minver/maxver {bounds}")
-    if cell.backend == "cuda" and not _within(cell.toolkit or "0", general.cuda.minver, general.cuda.maxver):
+    if cell.backend == "cuda" and not within(cell.toolkit or "0", general.cuda.minver, general.cuda.maxver):
         bounds = f"[{general.cuda.minver or '-'}, {general.cuda.maxver or '-'}]"
         return out("cuda-bounds", f"CUDA {cell.toolkit} is outside [general.cuda] minver/maxver {bounds}")
     if cell.backend in ("cuda", "rocm") and matrix.toolkit_archs(cell) is None:
@@ -161,7 +148,7 @@ def _decide(project: Project, matrix: Matrix, cell: Cell) -> tuple[CellDecision,
         )
     stable = framework.stable_abi.get(cell.backend)
     if stable is not None:
-        if not _within(cell.torch, stable, None):
+        if not within(cell.torch, stable, None):
             return out("stable-abi-too-old", f"torch {cell.torch} is older than the stable ABI version {stable}")
         variant = Variant("torch-stable-abi", ".".join(stable.split(".")[:2]), cell.compute, Platform.parse(cell.platform))
     else:
@@ -178,7 +165,7 @@ def make_plan(project: Project, matrix: Matrix) -> BuildPlan:
     decisions: list[CellDecision] = []
     variants: dict[str, PlannedVariant] = {}
     # Newest torch first, so a stable-ABI variant is built with the newest torch that has its flavour.
-    for cell in sorted(matrix.cells, key=lambda c: _version_tuple(c.torch), reverse=True):
+    for cell in sorted(matrix.cells, key=lambda c: version_key(c.torch), reverse=True):
         decision, planned = _decide(project, matrix, cell)
         if planned is not None and planned.name in variants:
             decision = CellDecision(
@@ -198,7 +185,7 @@ def _noarch_plan(project: Project, matrix: Matrix, python: str | None) -> BuildP
     Its toolchain (for tests) is the newest matrix cell of that backend,
     preferring this machine's platform, else the newest CPU cell."""
     host = host_platform()
-    ranked = sorted(matrix.cells, key=lambda c: (c.platform == host, _version_tuple(c.torch)), reverse=True)
+    ranked = sorted(matrix.cells, key=lambda c: (c.platform == host, version_key(c.torch)), reverse=True)
     variants = []
     decisions = []
     for backend in project.config.general.backends:

@@ -22,10 +22,11 @@ from publisher.options import PushOptions
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.project.model import Project
+from publisher.project.repo_id import repo_id_problem
 from publisher.push import card as card_mod
 from publisher.push import coverage, gate, verify
 from publisher.push.changes import PushPlan
-from publisher.push.hub_client import HubClient, RetryPolicy, is_repo_id
+from publisher.push.hub_client import HubClient, RetryPolicy
 from publisher.push.publish import CommitOutcome, open_repo, plan_push, plan_without_hub, publish, publish_card
 
 
@@ -174,10 +175,11 @@ def _repo_id(options: PushOptions, project: Project) -> str:
     repo_id = options.repo_id or project.config.general.hub_repo_id
     if not repo_id:
         raise UsageError("no repo id: pass REPO_ID or set [general.hub] repo-id in build.toml")
-    if not is_repo_id(repo_id):
+    problem = repo_id_problem(repo_id)
+    if problem:
         source = "REPO_ID" if options.repo_id else f"{project.build_toml} [general.hub] repo-id"
         raise UsageError(
-            f"{source}: `{repo_id}` is not a Hub repo id",
+            f"{source}: `{repo_id}` is not a Hub repo id ({problem})",
             "use ORG/NAME with letters, digits, '-', '_' and '.', e.g. your-org/your-kernel",
         )
     return repo_id

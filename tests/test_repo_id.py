@@ -1,0 +1,42 @@
+"""The one repo-id rule (publisher/project/repo_id.py): check (build.toml's
+[general.hub] repo-id) and push (REPO_ID) accept and refuse the same ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from publisher.cli import main
+from publisher.project.load import load_project
+from push_fixtures import write_scale
+
+VALID = ["my-org/relu-kernel", "kernels-community/activation", "Org_1/name.v2", "a/b", "o/" + "n" * 96]
+INVALID = ["my-org/relu--kernel", "org/na..me", "org/name.git", "org/-name", "org/name-", "noslash", "a/b/c",
+           "org/na me", "orgé/name", "o/" + "n" * 97, "/name", "org/"]
+
+
+def _check_refuses(root: Path, repo_id: str) -> list[str]:
+    toml = root / "build.toml"
+    toml.write_text(toml.read_text().replace("[torch-noarch]", f"[general.hub]\nrepo-id = {repo_id!r}\n\n[torch-noarch]"))
+    _, findings = load_project(root, layout=False)
+    return [f.message for f in findings if f.code == "PB213"]
+
+
+def _push_refuses(root: Path, repo_id: str, capsys, monkeypatch) -> str | None:
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:1")  # nothing may be reached before the id is judged
+    with pytest.raises(SystemExit) as done:
+        main(["push", repo_id, str(root), "--dry-run"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err if "is not a Hub repo id" in err else None
+
+
+@pytest.mark.parametrize("repo_id", VALID + INVALID)
+def test_check_and_push_agree(tmp_path: Path, repo_id, capsys, monkeypatch):
+    write_scale(tmp_path)
+    pushed = _push_refuses(tmp_path, repo_id, capsys, monkeypatch)
+    checked = _check_refuses(tmp_path, repo_id)
+    assert bool(checked) == bool(pushed) == (repo_id in INVALID), (checked, pushed)
+    if checked:
+        assert "is not a kernel repo id (" in checked[0]  # the reason, not only the shape
