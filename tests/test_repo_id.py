@@ -1,5 +1,6 @@
 """The one repo-id rule (publisher/project/repo_id.py): check (build.toml's
-[general.hub] repo-id) and push (REPO_ID) accept and refuse the same ids."""
+[general.hub] repo-id), push (REPO_ID) and our Hub server accept and refuse
+the same ids."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from publisher.cli import main
+from publisher.hub_server.storage import HubError, check_repo_id
 from publisher.project.load import load_project
 from push_fixtures import write_scale
 
@@ -40,3 +42,13 @@ def test_check_and_push_agree(tmp_path: Path, repo_id, capsys, monkeypatch):
     assert bool(checked) == bool(pushed) == (repo_id in INVALID), (checked, pushed)
     if checked:
         assert "is not a kernel repo id (" in checked[0]  # the reason, not only the shape
+
+
+@pytest.mark.parametrize("repo_id", VALID + INVALID)
+def test_our_hub_server_judges_ids_as_push_does(repo_id):
+    try:
+        check_repo_id(repo_id)
+        refused = False
+    except HubError as err:
+        refused = err.status == 400
+    assert refused == (repo_id in INVALID)

@@ -11,7 +11,7 @@ from publisher.builder import package
 from publisher.builder.backend import BackendSettings, BuildOutcome, BuildRequest, LineSink
 from publisher.errors import BuildFailed, EnvironmentProblem
 from publisher.builder.compile import compile_variant
-from publisher.builder.git import git_state
+from publisher.git import git_state
 from publisher.builder.inputs import ops_unique, source_digest
 from publisher.builder.jobserver import JobServer
 from publisher.builder.metadata import write_metadata

@@ -19,7 +19,7 @@ from publisher import runner, state
 from publisher.builder import atomic as staging
 from publisher.builder.abi import AbiReport, check_abi
 from publisher.builder.backend import Backend, BuildOptions, BuildOutcome, BuildRequest
-from publisher.builder.git import git_state
+from publisher.git import git_state
 from publisher.builder.hub_cache import HubCache
 from publisher.builder.inputs import input_key, inputs_fingerprint, source_digest
 from publisher.builder.jobserver import JobServer
