@@ -3,13 +3,12 @@ needs, with the reason for every cell left out."""
 
 from __future__ import annotations
 
-import fnmatch
-import platform
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from publisher.plan import arch_flags
+from publisher.host import host_platform
+from publisher.plan import arch_flags, selection
 from publisher.plan.capabilities import effective_cuda_archs, effective_rocm_archs
 from publisher.errors import ProjectError, UsageError
 from publisher.plan.matrix import Cell, Matrix
@@ -199,12 +198,6 @@ def _noarch_plan(project: Project, matrix: Matrix, python: str | None) -> BuildP
     return BuildPlan(project.name, tuple(variants), tuple(decisions))
 
 
-def host_platform() -> str:
-    cpu = platform.machine().lower()
-    cpu = {"amd64": "x86_64", "arm64": "aarch64"}.get(cpu, cpu)
-    return f"{cpu}-{platform.system().lower()}"
-
-
 def local_cell() -> Cell:
     """The cell of the interpreter running publisher (its own torch). Read
     from torch's files rather than by importing it (2 s saved per command)."""
@@ -256,11 +249,8 @@ def local_plan(project: Project, matrix: Matrix) -> BuildPlan:
 
 def select(plan: BuildPlan, include: list[str] | tuple[str, ...] = (), skip: list[str] | tuple[str, ...] = ()) -> tuple[PlannedVariant, ...]:
     """Glob selection on variant names: any of `include` (all when empty), none of `skip`."""
-    chosen = [
-        p for p in plan.variants
-        if (not include or any(fnmatch.fnmatchcase(p.name, g) for g in include))
-        and not any(fnmatch.fnmatchcase(p.name, g) for g in skip)
-    ]
+    names = set(selection.chosen((p.name for p in plan.variants), include, skip))
+    chosen = [p for p in plan.variants if p.name in names]
     if include and not chosen:
         names = ", ".join(p.name for p in plan.variants) or "none"
         raise UsageError(

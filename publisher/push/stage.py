@@ -5,7 +5,6 @@ renders what this returns and reports through PushEvents."""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -19,6 +18,7 @@ from publisher.errors import (
 )
 from publisher.findings import Finding, render_line
 from publisher.options import PushOptions
+from publisher.plan import selection
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.project.model import Project
@@ -191,8 +191,7 @@ def _variant_dirs(build_dir: Path, options: PushOptions) -> list[str]:
     if not names:
         raise UsageError(f"no built variants in {build_dir}", "run `publisher build` first")
     include, skip = options.selection.include, options.selection.skip
-    chosen = [n for n in names if (not include or any(fnmatch.fnmatchcase(n, g) for g in include))
-              and not any(fnmatch.fnmatchcase(n, g) for g in skip)]
+    chosen = selection.chosen(names, include, skip)
     if not chosen:
         raise UsageError("no built variant matches --variant/--skip", f"built variants: {', '.join(names)}")
     return chosen

@@ -17,7 +17,9 @@ from typing import Callable, Sequence
 
 from publisher import runner
 from publisher.errors import EnvironmentProblem
-from publisher.plan.planner import PlannedVariant, host_platform
+from publisher.host import host_platform
+from publisher.plan.planner import PlannedVariant
+from publisher.plan.resolver import System, resolve
 from publisher.plan.variants import Variant
 
 TEST_PACKAGES = ("kernels==0.17.2", "pytest", "pytest-timeout")
@@ -30,10 +32,6 @@ class TestEnvironment:
 
     python: str
     origin: str  # shown to the user: where the interpreter comes from
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
 def torch_compute(info: dict) -> tuple[str, str] | None:
@@ -50,25 +48,12 @@ def torch_compute(info: dict) -> tuple[str, str] | None:
 
 
 def can_load(variant: Variant, info: dict, platform: str) -> bool:
-    """Would `kernels` pick this variant for the torch described by `info`
-    (the rules of UPSTREAM.md section 5)?"""
+    """Would `kernels` load this variant with the torch described by `info`?"""
     compute = torch_compute(info)
     if compute is None:
         return False
-    backend, flavour = compute
-    if variant.framework == "torch-noarch":
-        return variant.compute in ("universal", backend)
-    if variant.framework == "tvm-ffi" or str(variant.platform) != platform or variant.backend != backend:
-        return False
     torch_minor = ".".join(info["torch_version"].split("+")[0].split(".")[:2])
-    if variant.framework == "torch" and variant.version != torch_minor:
-        return False
-    if variant.framework == "torch-stable-abi" and _version_tuple(variant.version or "") > _version_tuple(torch_minor):
-        return False
-    if backend == "cuda":  # cu126 = 12.6: the last digit is the minor version
-        want, have = variant.compute[2:], flavour[2:]
-        return want[:-1] == have[:-1] and int(want[-1]) <= int(have[-1])
-    return variant.compute == flavour
+    return variant.name in resolve([variant.name], System(torch_minor, compute[1], platform)).accepted
 
 
 @lru_cache(maxsize=1)

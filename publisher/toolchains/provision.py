@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from publisher import env, runner
+from publisher.host import host_platform
 from publisher.toolchains import probe as toolchain_probe
 from publisher.errors import ToolchainUnavailable
 from publisher.toolchains.spec import ToolchainSpec
@@ -78,12 +79,6 @@ def cache_root() -> Path:
         return Path(env.cache_dir()) / "toolchains"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "publisher" / "toolchains"
-
-
-def host_platform() -> str:
-    cpu = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
-    os_name = {"linux": "linux", "darwin": "darwin", "win32": "windows"}.get(sys.platform, sys.platform)
-    return f"{cpu}-{os_name}"
 
 
 def recorded_identity(spec: ToolchainSpec) -> str | None:
