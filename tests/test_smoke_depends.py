@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from publisher.testing.environment import _recorded_toolchains
+from publisher.toolchains.provision import recorded_toolchains
 from publisher.toolchains.provision import uv_path
 from publisher.testing.test_depends import declared_test_depends
 from smoke_fixtures import publisher_cli, write_files
@@ -77,7 +77,7 @@ def test_running_interpreter_is_asked_for_the_dependencies_not_changed(noarch_pr
 
 
 def _cuda_toolchain():
-    return next((t for t in _recorded_toolchains() if "cu" in t.key), None)
+    return next((t for t in recorded_toolchains() if "cu" in t.key), None)
 
 
 @pytest.mark.slow

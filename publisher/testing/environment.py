@@ -102,13 +102,13 @@ def select_environment(
                 f"{sys.executable} -m pip install {' '.join(missing)}",
             )
         return TestEnvironment(sys.executable, f"this interpreter (torch {info['torch_version']})")
-    from publisher.toolchains.provision import ensure_packages, ensure_toolchain
+    from publisher.toolchains.provision import ensure_packages, ensure_toolchain, recorded_toolchains
 
     toolchain = None
     if variant.framework == "torch-noarch":
         # Any torch of the right backend runs a Python-only kernel: reuse an environment
         # that exists rather than download the plan's.
-        toolchain = next((t for t in _recorded_toolchains() if can_load(variant, _probe(t.python), host_platform())), None)
+        toolchain = next((t for t in recorded_toolchains() if can_load(variant, _probe(t.python), host_platform())), None)
     if toolchain is None:
         planned = planned_for()
         if planned is None:
@@ -120,22 +120,6 @@ def select_environment(
         toolchain = ensure_toolchain(planned.toolchain, on_line)
     ensure_packages(toolchain, [*TEST_PACKAGES, *test_depends], on_line)
     return TestEnvironment(str(toolchain.python), f"toolchain {toolchain.key}")
-
-
-def _recorded_toolchains() -> list:
-    """Toolchain environments publisher created earlier (newest torch first)."""
-    from publisher.toolchains.provision import Toolchain, cache_root
-
-    found = []
-    for record in sorted(cache_root().glob("*/toolchain.json"), reverse=True):
-        try:
-            data = json.loads(record.read_text())
-            data.pop("format", None)
-            data.update(include_dirs=tuple(data["include_dirs"]), library_dirs=tuple(data["library_dirs"]))
-            found.append(Toolchain(**data))
-        except (OSError, ValueError, TypeError, KeyError):
-            continue
-    return found
 
 
 def _probe(python: str) -> dict:

@@ -89,8 +89,8 @@ def recorded_identity(spec: ToolchainSpec) -> str | None:
         return _interpreter_identity(python)
     record = cache_root() / spec.key / _RECORD
     try:
-        return Toolchain(**_load_record(record)).identity
-    except (OSError, ValueError, TypeError):
+        return read_record(record).identity
+    except (OSError, ValueError, TypeError, KeyError):
         return None
 
 
@@ -105,15 +105,15 @@ def ensure_toolchain(spec: ToolchainSpec, on_line: LineSink | None = None, log: 
     record = env_dir / _RECORD
     if record.exists():
         try:
-            return Toolchain(**_load_record(record))
-        except (ValueError, TypeError):
+            return read_record(record)
+        except (ValueError, TypeError, KeyError):
             pass  # an older record format: recreate below
     env_dir.parent.mkdir(parents=True, exist_ok=True)
     with locked(env_dir.with_suffix(".lock")):
         if record.exists():  # another run created it while we waited
             try:
-                return Toolchain(**_load_record(record))
-            except (ValueError, TypeError):
+                return read_record(record)
+            except (ValueError, TypeError, KeyError):
                 pass
         if env_dir.exists():  # complete (it is renamed in only when installed) but not yet described
             try:
@@ -245,13 +245,25 @@ def locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _load_record(path: Path) -> dict:
+def read_record(path: Path) -> Toolchain:
+    """The toolchain a record describes; ValueError/TypeError/KeyError for an old or broken one."""
     data = json.loads(path.read_text())
     if data.pop("format", None) != _FORMAT:
         raise ValueError("old toolchain record")
     data["include_dirs"] = tuple(data["include_dirs"])
     data["library_dirs"] = tuple(data["library_dirs"])
-    return data
+    return Toolchain(**data)
+
+
+def recorded_toolchains() -> list[Toolchain]:
+    """Toolchain environments created earlier and still readable (newest key first)."""
+    found = []
+    for record in sorted(cache_root().glob(f"*/{_RECORD}"), reverse=True):
+        try:
+            found.append(read_record(record))
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+    return found
 
 
 def _write_record(path: Path, toolchain: Toolchain) -> None:
