@@ -12,7 +12,7 @@ from publisher.plan import arch_flags, selection
 from publisher.plan.capabilities import effective_cuda_archs, effective_rocm_archs
 from publisher.errors import ProjectError, UsageError
 from publisher.plan.matrix import Cell, Matrix
-from publisher.project.model import Project
+from publisher.project.model import ARCH_BACKENDS, Project
 from publisher.project.versions import version_key, within
 from publisher.toolchains.spec import ToolchainSpec
 from publisher.plan.variants import Platform, Variant
@@ -137,7 +137,7 @@ def _decide(project: Project, matrix: Matrix, cell: Cell) -> tuple[CellDecision,
     if cell.backend == "cuda" and not within(cell.toolkit or "0", general.cuda.minver, general.cuda.maxver):
         bounds = f"[{general.cuda.minver or '-'}, {general.cuda.maxver or '-'}]"
         return out("cuda-bounds", f"CUDA {cell.toolkit} is outside [general.cuda] minver/maxver {bounds}")
-    if cell.backend in ("cuda", "rocm") and matrix.toolkit_archs(cell) is None:
+    if cell.backend in ARCH_BACKENDS and matrix.toolkit_archs(cell) is None:
         return out("toolkit-unknown", f"matrix.yaml lists no default architectures for {cell.backend} {cell.toolkit}")
     archs, empty = _kernel_archs(project, matrix, cell)
     if empty:

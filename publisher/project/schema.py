@@ -12,8 +12,8 @@ from typing import Iterator, Mapping
 
 from publisher.findings import Finding
 from publisher.codes import finding
+from publisher.project.model import KERNEL_BACKENDS
 
-KERNEL_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,13 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from publisher import env, runner
+from publisher.data import read_yaml
 from publisher.host import host_platform
 from publisher.toolchains import probe as toolchain_probe
 from publisher.errors import ToolchainUnavailable
 from publisher.toolchains.spec import ToolchainSpec
 from publisher.plan.variants import backend_of_compute, compute_version
+from publisher.project.versions import version_key, within
 
 LineSink = Callable[[str], None]
 _RECORD = "toolchain.json"
@@ -184,13 +186,10 @@ def _create(spec: ToolchainSpec, env_dir: Path, on_line: LineSink, log: Path | N
 
 
 def _nvcc_requirements(cuda: str) -> list[str]:
-    major = cuda.split(".")[0]
-    pins = f"=={cuda}.*"
-    if int(major) >= 13:
-        return [f"nvidia-cuda-nvcc{pins}", f"nvidia-cuda-crt{pins}", f"nvidia-nvvm{pins}",
-                f"nvidia-cuda-cccl{pins}", f"nvidia-cuda-runtime{pins}"]
-    suffix = f"-cu{major}"
-    return [f"nvidia-cuda-nvcc{suffix}{pins}", f"nvidia-cuda-cccl{suffix}{pins}", f"nvidia-cuda-runtime{suffix}{pins}"]
+    """The nvcc wheels for CUDA `cuda` ("12.8"), per resources/nvcc_wheels.yaml."""
+    series = [s for s in read_yaml("nvcc_wheels.yaml")["series"] if within(cuda, s["from"])]
+    wheels = max(series, key=lambda s: version_key(s["from"]))["wheels"]
+    return [f"{name.format(major=cuda.split('.')[0])}=={cuda}.*" for name in wheels]
 
 
 def _install(python: str, requirements: list[str], index_url: str | None, on_line: LineSink,
