@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
-from publisher import DISTRIBUTION, __version__, env, git
+from publisher import __version__, distribution, env, git
 from publisher.backends.docker_settings import IndexSettings, host_index_settings
 from publisher.builder.backend import BackendSettings, BuildOutcome, BuildRequest, LineSink
 from publisher.errors import BuildFailed, EnvironmentProblem, ToolchainUnavailable
@@ -319,14 +319,8 @@ def _read_file(container, path: PurePosixPath) -> bytes:
 
 
 def _runtime_requirements() -> list[str]:
-    """publisher's own dependencies (no extras), uv, and the ABI checker the inner build reports with."""
-    from importlib.metadata import PackageNotFoundError, requires
-
-    try:
-        reqs = [r for r in requires(DISTRIBUTION) or [] if "extra ==" not in r]
-    except PackageNotFoundError:
-        reqs = ["click>=8.1", "tomlkit>=0.12", "pyyaml>=6", "packaging>=23", "ninja>=1.11", "huggingface_hub>=1.10"]
-    return sorted(set(reqs)) + ["uv", "kernel-abi-check"]
+    """publisher's own dependencies (no extras; uv and the ABI checker the inner build reports with among them)."""
+    return sorted(set(distribution.requirements()))
 
 
 def work_volume(root: Path, toolchain_key: str) -> str:

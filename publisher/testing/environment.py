@@ -16,13 +16,19 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 from publisher import runner
+from publisher.distribution import requirement
 from publisher.errors import EnvironmentProblem
 from publisher.host import host_platform
 from publisher.plan.planner import PlannedVariant
 from publisher.plan.resolver import System, resolve
 from publisher.plan.variants import Variant
 
-TEST_PACKAGES = ("kernels==0.17.2", "pytest", "pytest-timeout")
+
+def runner_packages() -> list[str]:
+    """What a test environment needs: the `kernels` client we build for, at our pin, and pytest."""
+    return [requirement("kernels"), requirement("pytest"), requirement("pytest-timeout")]
+
+
 REQUIRED_MODULES = ("kernels", "pytest")
 
 
@@ -92,7 +98,7 @@ def select_environment(
         if missing:
             raise EnvironmentProblem(
                 f"{', '.join(missing)} not installed for {sys.executable}, which runs this variant's tests",
-                f"{sys.executable} -m pip install {' '.join(TEST_PACKAGES)}",
+                f"{sys.executable} -m pip install {' '.join(repr(p) for p in runner_packages())}",
             )
         missing = _missing_distributions(test_depends)
         if missing:
@@ -118,7 +124,7 @@ def select_environment(
                 "run publisher with a torch that matches the variant, or pass --matrix with a cell for it",
             )
         toolchain = ensure_toolchain(planned.toolchain, on_line)
-    ensure_packages(toolchain, [*TEST_PACKAGES, *test_depends], on_line)
+    ensure_packages(toolchain, [*runner_packages(), *test_depends], on_line)
     return TestEnvironment(str(toolchain.python), f"toolchain {toolchain.key}")
 
 
