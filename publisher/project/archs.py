@@ -88,7 +88,8 @@ def _cuda_kernel(name: str, kernel: Mapping, toolkits: Toolkits, all_toolkits: T
         return
     if not toolkits:
         out.append(finding("PB307", f"kernel `{name}`: no CUDA toolkit in the matrix satisfies its version bounds; it is never built",
-                           field=f"kernel.{name}", hint="check [general.cuda] minver/maxver and the kernel's cuda-minver"))
+                           field=f"kernel.{name}", hint="check [general.cuda] minver/maxver and the kernel's cuda-minver "
+                           "(bounds compare whole versions, as upstream: maxver \"12\" admits 12.0, not 12.8)"))
         return
     per_toolkit: dict[str, tuple[str, ...]] = {}
     for version, defaults in toolkits.items():
