@@ -11,6 +11,7 @@ import pytest
 from publisher.cli import main
 from publisher.hub_server.storage import HubError, check_repo_id
 from publisher.project.load import load_project
+
 from push_fixtures import write_scale
 
 VALID = ["my-org/relu-kernel", "kernels-community/activation", "Org_1/name.v2", "a/b", "o/" + "n" * 96]
@@ -27,7 +28,7 @@ def _check_refuses(root: Path, repo_id: str) -> list[str]:
 
 def _push_refuses(root: Path, repo_id: str, capsys, monkeypatch) -> str | None:
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:1")  # nothing may be reached before the id is judged
-    with pytest.raises(SystemExit) as done:
+    with pytest.raises(SystemExit):
         main(["push", repo_id, str(root), "--dry-run"])
     err = capsys.readouterr().err
     assert "Traceback" not in err

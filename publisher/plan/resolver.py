@@ -5,8 +5,8 @@ which torch can load a variant; push's verify asks it for every matrix cell."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -30,10 +30,9 @@ class Resolution:
 
 def resolve(variant_names: Iterable[str], system: System) -> Resolution:
     # Imported here: `kernels` pulls in huggingface_hub (~1 s), needed only when asked
-    from packaging.version import Version
-
     from kernels.backends import parse_backend
     from kernels.variants import _resolve_variant_for_system, parse_variant
+    from packaging.version import Version
 
     parsed = []
     for name in variant_names:

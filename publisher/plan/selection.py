@@ -5,7 +5,7 @@ variant names are."""
 from __future__ import annotations
 
 import fnmatch
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 
 def matches_any(name: str, globs: Iterable[str]) -> bool:

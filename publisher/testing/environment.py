@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Sequence
 
-from publisher import runner
-from publisher.distribution import requirement
+from publisher import distribution, runner
 from publisher.errors import EnvironmentProblem
 from publisher.host import host_platform
 from publisher.plan.planner import PlannedVariant
@@ -26,7 +25,7 @@ from publisher.plan.variants import Variant
 
 def runner_packages() -> list[str]:
     """What a test environment needs: the `kernels` client we build for, at our pin, and pytest."""
-    return [requirement("kernels"), requirement("pytest"), requirement("pytest-timeout")]
+    return [distribution.requirement(name) for name in ("kernels", "pytest", "pytest-timeout")]
 
 
 REQUIRED_MODULES = ("kernels", "pytest")

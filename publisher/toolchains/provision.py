@@ -11,7 +11,6 @@ import fcntl
 import importlib.metadata
 import json
 import os
-import platform
 import re
 import shutil
 import sys
