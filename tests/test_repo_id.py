@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from publisher.cli import main
-from publisher.hub_server.storage import HubError, check_repo_id
+from publisher.errors import HubError
+from publisher.hub_server.storage import check_repo_id
 from publisher.project.load import load_project
 
 from push_fixtures import write_scale

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from publisher.cli.push import _variant_dirs
 from publisher.host import host_platform
+from publisher.options import PushOptions, Selection
 from publisher.plan.selection import chosen
+from publisher.push.stage import _variant_dirs
 from publisher.testing.stage import select_variants
 
 NAMES = ["torch215-cxx11-cpu-x86_64-linux", "torch215-cxx11-cu130-x86_64-linux", "torch214-cxx11-cu130-x86_64-linux",
@@ -30,7 +31,7 @@ def test_test_and_push_choose_the_same_variants(tmp_path: Path, include, skip, e
     assert chosen(NAMES, include, skip) == expected
     if expected:
         assert select_variants(NAMES, include, skip) == expected
-        assert _variant_dirs(tmp_path, include, skip) == sorted(expected)
+        assert _variant_dirs(tmp_path, PushOptions(tmp_path, selection=Selection(include, skip))) == sorted(expected)
 
 
 def test_host_platform_is_what_the_kernels_client_matches():
