@@ -1,4 +1,4 @@
-"""The one repo-id rule (publisher/project/repo_id.py): check (build.toml's
+"""The one repo-id rule (publisher/hub_names.py): check (build.toml's
 [general.hub] repo-id), push (REPO_ID) and our Hub server accept and refuse
 the same ids."""
 
@@ -10,6 +10,7 @@ import pytest
 
 from publisher.cli import main
 from publisher.errors import HubError
+from publisher.hub_names import is_owner, is_trust_entry
 from publisher.hub_server.storage import check_repo_id
 from publisher.project.load import load_project
 
@@ -54,3 +55,15 @@ def test_our_hub_server_judges_ids_as_push_does(repo_id):
     except HubError as err:
         refused = err.status == 400
     assert refused == (repo_id in INVALID)
+
+
+
+@pytest.mark.parametrize("repo_id", VALID + INVALID)
+def test_a_trust_entry_is_a_repo_id_or_an_owner_by_the_same_rule(repo_id):
+    assert is_trust_entry(repo_id) == (repo_id in VALID or is_owner(repo_id))
+
+
+@pytest.mark.parametrize("owner,valid", [("my-org", True), ("Org_1", True), ("my--org", False), ("-org", False),
+                                         ("orgé", False), ("org.git", False), ("", False), ("a/b", False)])
+def test_owners(owner, valid):
+    assert is_owner(owner) is valid

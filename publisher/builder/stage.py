@@ -19,8 +19,7 @@ from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.plan.planner import local_plan, make_plan, select
 from publisher.project.load import require_project
 from publisher.project.model import Project
-from publisher.hub_names import is_trust_entry
-from publisher.project.repo_id import repo_id_problem
+from publisher.hub_names import is_trust_entry, repo_id_problem
 from publisher.ui import Progress
 
 

@@ -33,7 +33,7 @@ from typing import BinaryIO, Iterator
 
 from publisher import git
 from publisher.errors import HubError
-from publisher.project.repo_id import repo_id_problem
+from publisher.hub_names import repo_id_problem
 
 REPO_TYPES = ("model", "dataset", "space", "kernel")
 _SHA1 = re.compile(r"[0-9a-f]{40}")

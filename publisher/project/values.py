@@ -11,7 +11,7 @@ from publisher.findings import Finding
 from publisher.project import resources
 from publisher.codes import finding
 from publisher.project.model import BACKENDS
-from publisher.project.repo_id import repo_id_problem
+from publisher.hub_names import repo_id_problem
 from publisher.project.schema import suggest
 from publisher.project.versions import parse_version
 

@@ -32,7 +32,6 @@ from publisher import __version__, secrets  # noqa: E402
 from publisher.errors import (  # noqa: E402
     AuthError, ConflictError, EnvironmentProblem, OfflineError, PublisherError, TransientError,
 )
-from publisher.hub_names import is_repo_id  # noqa: E402,F401 - re-exported for callers
 
 REPO_TYPE = "kernel"
 _TRANSIENT_STATUS = (429, 500, 502, 503, 504)

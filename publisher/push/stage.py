@@ -22,7 +22,7 @@ from publisher.plan import selection
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.project.model import Project
-from publisher.project.repo_id import repo_id_problem
+from publisher.hub_names import repo_id_problem
 from publisher.push import card as card_mod
 from publisher.push import coverage, gate, verify
 from publisher.push.changes import PushPlan
