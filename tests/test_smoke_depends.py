@@ -11,9 +11,8 @@ import subprocess
 
 import pytest
 
-from publisher.testing.environment import _recorded_toolchains
 from publisher.testing.test_depends import declared_test_depends
-from publisher.toolchains.provision import uv_path
+from publisher.toolchains.provision import recorded_toolchains, uv_path
 
 from cli_helper import run_cli
 from smoke_fixtures import write_files
@@ -79,7 +78,7 @@ def test_running_interpreter_is_asked_for_the_dependencies_not_changed(noarch_pr
 
 
 def _cuda_toolchain():
-    return next((t for t in _recorded_toolchains() if "cu" in t.key), None)
+    return next((t for t in recorded_toolchains() if "cu" in t.key), None)
 
 
 @pytest.mark.slow

@@ -78,3 +78,21 @@ def test_uninstallable_torch_is_unavailable_and_leaves_no_environment(tmp_path, 
     with pytest.raises(ToolchainUnavailable, match="could not install"):
         ensure_toolchain(_spec(torch="2.13", torch_requirement="torch==0.0.1"))
     assert [p.name for p in (tmp_path / "toolchains").iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_one_reader_for_toolchain_records(tmp_path, monkeypatch):
+    # the build (recorded_identity) and the test stage (recorded_toolchains) read records the same way
+    from dataclasses import replace
+
+    from publisher.toolchains import provision
+
+    monkeypatch.setenv("PUBLISHER_CACHE_DIR", str(tmp_path))
+    fields = {f: "x" for f in provision.Toolchain.__dataclass_fields__}
+    toolchain = provision.Toolchain(**{**fields, "key": "t1", "include_dirs": ("a",), "library_dirs": ("b",)})
+    for key in ("t1", "t2"):
+        (tmp_path / "toolchains" / key).mkdir(parents=True)
+        provision._write_record(tmp_path / "toolchains" / key / "toolchain.json", replace(toolchain, key=key))
+    old = tmp_path / "toolchains" / "t2" / "toolchain.json"
+    old.write_text(old.read_text().replace(f'"format": {provision._FORMAT}', '"format": 0'))
+    assert provision.recorded_toolchains() == [toolchain]
+    assert provision.read_record(tmp_path / "toolchains" / "t1" / "toolchain.json") == toolchain

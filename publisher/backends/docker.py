@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
-from publisher import DISTRIBUTION, __version__, env
+from publisher import __version__, distribution, env, git
 from publisher.backends.docker_settings import IndexSettings, host_index_settings
 from publisher.builder.backend import BackendSettings, BuildOutcome, BuildRequest, LineSink
 from publisher.errors import BuildFailed, EnvironmentProblem, ToolchainUnavailable
@@ -242,7 +242,7 @@ class DockerBackend:
                 _note(request.log, on_line, f"package index settings: {note}")
             root = request.project.root.resolve()
             volumes = {
-                str(_git_toplevel(root) or root): {"bind": str(SRC), "mode": "ro"},
+                str(git.toplevel(root) or root): {"bind": str(SRC), "mode": "ro"},
                 CACHE_VOLUME: {"bind": "/cache", "mode": "rw"},
                 work_volume(root, key): {"bind": str(OUT), "mode": "rw"},
                 **self.settings.mounts(),
@@ -266,7 +266,7 @@ class DockerBackend:
 
     def _project_in_container(self, root: Path) -> PurePosixPath:
         root = root.resolve()
-        top = _git_toplevel(root)
+        top = git.toplevel(root)
         return SRC / root.relative_to(top).as_posix() if top else SRC
 
     def _inner_report(self, container, inner_out: PurePosixPath) -> dict:
@@ -319,27 +319,14 @@ def _read_file(container, path: PurePosixPath) -> bytes:
 
 
 def _runtime_requirements() -> list[str]:
-    """publisher's own dependencies (no extras), uv, and the ABI checker the inner build reports with."""
-    from importlib.metadata import PackageNotFoundError, requires
-
-    try:
-        reqs = [r for r in requires(DISTRIBUTION) or [] if "extra ==" not in r]
-    except PackageNotFoundError:
-        reqs = ["click>=8.1", "tomlkit>=0.12", "pyyaml>=6", "packaging>=23", "ninja>=1.11", "huggingface_hub>=1.10"]
-    return sorted(set(reqs)) + ["uv", "kernel-abi-check"]
+    """publisher's own dependencies (no extras; uv and the ABI checker the inner build reports with among them)."""
+    return sorted(set(distribution.requirements()))
 
 
 def work_volume(root: Path, toolchain_key: str) -> str:
     """Named volume for a project's inner build folders under one toolchain."""
     digest = hashlib.sha256(str(root).encode()).hexdigest()[:12]
     return f"publisher-work-{root.name[:40]}-{digest}-{toolchain_key}"
-
-
-def _git_toplevel(path: Path) -> Path | None:
-    if shutil.which("git") is None:
-        return None
-    probe = run(["git", "-C", str(path), "rev-parse", "--show-toplevel"])
-    return Path(probe.output.strip().splitlines()[-1]).resolve() if probe.ok else None
 
 
 def _remove_orphans(client) -> None:

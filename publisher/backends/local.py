@@ -11,11 +11,11 @@ from typing import ClassVar
 from publisher.builder import package
 from publisher.builder.backend import BackendSettings, BuildOutcome, BuildRequest, LineSink
 from publisher.builder.compile import compile_variant
-from publisher.builder.git import git_state
 from publisher.builder.inputs import ops_unique, source_digest
 from publisher.builder.jobserver import JobServer
 from publisher.builder.metadata import write_metadata
 from publisher.errors import BuildFailed, EnvironmentProblem
+from publisher.git import git_state
 from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 from publisher.toolchains.provision import ensure_toolchain, recorded_identity

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import ClassVar
 
-from publisher import env
+from publisher import env, git
 from publisher.builder.backend import BackendSettings, BuildOutcome, BuildRequest, LineSink
 from publisher.errors import BuildFailed, EnvironmentProblem, ProjectError, ToolchainUnavailable
 from publisher.plan.planner import PlannedVariant
@@ -134,9 +134,9 @@ class NixBackend:
         if self._flake is not None:
             return self._flake
         root = self.project.root.resolve()
-        git_top = _git_toplevel(root)
+        git_top = git.toplevel(root)
         if (root / "flake.nix").exists():
-            if git_top is not None and not _git_tracks(git_top, root / "flake.nix"):
+            if git_top is not None and not git.tracks(git_top, root / "flake.nix"):
                 raise ProjectError(
                     f"{root / 'flake.nix'}: not tracked by git, and Nix only sees the files git tracks",
                     f"run `git -C {root} add flake.nix flake.lock` (add new sources too)",
@@ -239,13 +239,3 @@ def _copy_writable(source: Path, dest: Path) -> None:
         path.chmod(path.stat().st_mode | 0o200)
 
 
-def _git_toplevel(path: Path) -> Path | None:
-    """The git work tree holding `path` (Nix then sees only tracked files)."""
-    if shutil.which("git") is None:
-        return None
-    probe = run(["git", "-C", str(path), "rev-parse", "--show-toplevel"])
-    return Path(probe.output.strip().splitlines()[-1]).resolve() if probe.ok else None
-
-
-def _git_tracks(top: Path, path: Path) -> bool:
-    return run(["git", "-C", str(top), "ls-files", "--error-unmatch", str(path.relative_to(top))]).ok

@@ -19,7 +19,7 @@ from publisher.data import DATA_DIR
 from publisher.errors import BuildFailed
 from publisher.plan.capabilities import cuda_target_dirs
 from publisher.plan.planner import PlannedVariant
-from publisher.project.model import Project
+from publisher.project.model import ARCH_BACKENDS, Project
 from publisher.toolchains.provision import Toolchain
 
 RESOURCES = DATA_DIR
@@ -74,7 +74,7 @@ def compile_variant(
         (src, fw.include, fw.cxx_flags, (), ()) for src in fw.src
     ]
     for kernel in project.config.kernels_for(backend):
-        if backend in ("cuda", "rocm") and kernel.name not in planned.kernel_archs:
+        if backend in ARCH_BACKENDS and kernel.name not in planned.kernel_archs:
             continue  # left out by the plan (its cuda-minver is above this toolkit), as upstream
         archs = tuple(planned.kernel_archs.get(kernel.name, ()))
         dep_includes = tuple(depends.include_dirs(kernel.depends, log, on_line))

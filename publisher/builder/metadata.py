@@ -10,13 +10,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from publisher.project.model import BACKENDS
+
 METADATA = "metadata.json"
 # sigstore bundle over metadata.json, written after the build (so outside the digest, as `kernels` hashes)
 SIGNATURE = "metadata.json.sigstore"
 _REQUIRED = {"name": str, "id": str, "version": int, "license": str, "python-depends": list, "backend": dict}
 # provenance key of the inputs fingerprint (publisher.builder.inputs); `kernels` ignores it
 _INPUTS_KEY = "publisher-inputs"
-_BACKEND_TYPES = {"cpu", "cuda", "metal", "rocm", "xpu", "neuron", "tpu", "cann"}
 
 
 def _digest_files(variant_dir: Path) -> list[Path]:
@@ -108,8 +109,8 @@ def read_metadata(variant_dir: Path) -> dict:
         if not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool)):
             raise ValueError(f"{path}: field `{key}` must be a {kind.__name__}")
     backend = data["backend"]
-    if backend.get("type") not in _BACKEND_TYPES:
-        raise ValueError(f"{path}: backend.type must be one of {', '.join(sorted(_BACKEND_TYPES))}")
+    if backend.get("type") not in BACKENDS:
+        raise ValueError(f"{path}: backend.type must be one of {', '.join(BACKENDS)}")
     if not re.fullmatch(r"[a-z][-a-z0-9]*[a-z0-9]", data["name"]):
         raise ValueError(f"{path}: name `{data['name']}` is not a valid kernel name")
     return data

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from publisher import __version__
-from publisher.builder.git import GitState
+from publisher.git import GitState
 from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 

@@ -19,13 +19,13 @@ from publisher import runner, state
 from publisher.builder import atomic as staging
 from publisher.builder.abi import AbiReport, check_abi
 from publisher.builder.backend import Backend, BuildOptions, BuildOutcome, BuildRequest
-from publisher.builder.git import git_state
 from publisher.builder.hub_cache import HubCache
 from publisher.builder.inputs import input_key, inputs_fingerprint, source_digest
 from publisher.builder.jobserver import JobServer
 from publisher.builder.metadata import METADATA, check_variant, read_metadata, stamp_inputs
 from publisher.data import data_path
 from publisher.errors import BuildFailed, ToolchainUnavailable
+from publisher.git import git_state
 from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 from publisher.ui import Progress

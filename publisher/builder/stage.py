@@ -14,7 +14,7 @@ from publisher.builder.backend import BuildOptions
 from publisher.builder.hub_cache import HubCache
 from publisher.builder.scheduler import Scheduler, VariantResult, default_budget, failed_in_report
 from publisher.errors import UsageError
-from publisher.hub_names import is_repo_id, is_trust_entry
+from publisher.hub_names import is_trust_entry, repo_id_problem
 from publisher.options import BuildCommandOptions
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.plan.planner import local_plan, make_plan, select
@@ -73,8 +73,9 @@ def _hub_cache(project: Project, options: BuildCommandOptions, note: Callable[[s
     repo_id = options.repo_id or general.hub_repo_id
     if not repo_id:
         return None
-    if not is_repo_id(repo_id):
-        raise UsageError(f"{source}: `{repo_id}` is not a Hub repo id",
+    problem = repo_id_problem(repo_id)
+    if problem:
+        raise UsageError(f"{source}: `{repo_id}` is not a Hub repo id ({problem})",
                          "use ORG/NAME with letters, digits, '-', '_' and '.', or pass --no-hub-cache")
     for entry in options.hub_cache_trust:
         if not is_trust_entry(entry):

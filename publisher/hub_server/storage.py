@@ -32,11 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from publisher import git
 from publisher.errors import HubError
+from publisher.hub_names import repo_id_problem
 
 REPO_TYPES = ("model", "dataset", "space", "kernel")
 _SHA1 = re.compile(r"[0-9a-f]{40}")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 _LFS_ALWAYS = 10 * 1024 * 1024  # files above this size always go through LFS
 # The default .gitattributes of a new Hub repo, shortened to the patterns that matter here.
 _GITATTRIBUTES = "".join(
@@ -69,19 +70,16 @@ class CommitMeta:
     time: int
 
 
-def git_blob_id(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
 def lfs_pointer(oid: str, size: int) -> bytes:
     return f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {size}\n".encode()
 
 
 def check_repo_id(repo_id: str) -> tuple[str, str]:
-    parts = repo_id.split("/")
-    if len(parts) != 2 or not all(_NAME.fullmatch(p) for p in parts) or ".." in repo_id:
-        raise HubError(400, f"Invalid repo id {repo_id!r}: expected <namespace>/<name>")
-    return parts[0], parts[1]
+    problem = repo_id_problem(repo_id)
+    if problem:
+        raise HubError(400, f"Invalid repo id {repo_id!r}: {problem}")
+    namespace, name = repo_id.split("/")
+    return namespace, name
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -158,8 +156,7 @@ class Repo:
         return self._object_path(oid).exists()
 
     def _write_object(self, kind: str, body: bytes) -> str:
-        raw = f"{kind} {len(body)}\0".encode() + body
-        oid = hashlib.sha1(raw).hexdigest()
+        oid, raw = git.git_object(kind, body)
         path = self._object_path(oid)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,18 +3,18 @@ needs, with the reason for every cell left out."""
 
 from __future__ import annotations
 
-import fnmatch
-import platform
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from publisher.errors import ProjectError, UsageError
-from publisher.plan import arch_flags
+from publisher.host import host_platform
+from publisher.plan import arch_flags, selection
 from publisher.plan.capabilities import effective_cuda_archs, effective_rocm_archs
 from publisher.plan.matrix import Cell, Matrix
 from publisher.plan.variants import Platform, Variant
-from publisher.project.model import Project
+from publisher.project.model import ARCH_BACKENDS, Project
+from publisher.project.versions import version_key, within
 from publisher.toolchains.spec import ToolchainSpec
 
 
@@ -67,20 +67,6 @@ class BuildPlan:
         return {p.name: p for p in self.variants}
 
 
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in str(text).split(".") if p.isdigit())
-
-
-def _within(version: str, minver: str | None, maxver: str | None) -> bool:
-    """Bounds compare on as many components as the bound gives ("2.10" admits 2.10.x)."""
-    v = _version_tuple(version)
-    if minver and v[: len(_version_tuple(minver))] < _version_tuple(minver):
-        return False
-    if maxver and v[: len(_version_tuple(maxver))] > _version_tuple(maxver):
-        return False
-    return True
-
-
 def _kernel_archs(project: Project, matrix: Matrix, cell: Cell) -> tuple[dict[str, tuple[str, ...]], list[str]]:
     """Effective architectures per kernel of the cell's backend, and the
     kernels left with none (an error `check` reports before any compile)."""
@@ -90,7 +76,7 @@ def _kernel_archs(project: Project, matrix: Matrix, cell: Cell) -> tuple[dict[st
     if defaults is None:
         return archs, empty
     for kernel in project.config.kernels_for(cell.backend):
-        if cell.backend == "cuda" and kernel.cuda_minver and not _within(cell.toolkit or "0", kernel.cuda_minver, None):
+        if cell.backend == "cuda" and kernel.cuda_minver and not within(cell.toolkit or "0", kernel.cuda_minver, None):
             continue  # upstream skips a kernel whose cuda-minver the toolkit does not meet
         try:
             if cell.backend == "cuda":
@@ -145,13 +131,13 @@ def _decide(project: Project, matrix: Matrix, cell: Cell) -> tuple[CellDecision,
         return out("arch-flags", f"{field}: {flag}{more} compiles for {'/'.join(cpus)} only, not {cell.platform}")
     if framework.kind == "tvm-ffi":
         return out("framework-unsupported", "tvm-ffi variants need a tvm-ffi release in the matrix; none is listed")
-    if not _within(cell.torch, framework.minver, framework.maxver):
+    if not within(cell.torch, framework.minver, framework.maxver):
         bounds = f"[{framework.minver or '-'}, {framework.maxver or '-'}]"
         return out("torch-bounds", f"torch {cell.torch} is outside [torch] minver/maxver {bounds}")
-    if cell.backend == "cuda" and not _within(cell.toolkit or "0", general.cuda.minver, general.cuda.maxver):
+    if cell.backend == "cuda" and not within(cell.toolkit or "0", general.cuda.minver, general.cuda.maxver):
         bounds = f"[{general.cuda.minver or '-'}, {general.cuda.maxver or '-'}]"
         return out("cuda-bounds", f"CUDA {cell.toolkit} is outside [general.cuda] minver/maxver {bounds}")
-    if cell.backend in ("cuda", "rocm") and matrix.toolkit_archs(cell) is None:
+    if cell.backend in ARCH_BACKENDS and matrix.toolkit_archs(cell) is None:
         return out("toolkit-unknown", f"matrix.yaml lists no default architectures for {cell.backend} {cell.toolkit}")
     archs, empty = _kernel_archs(project, matrix, cell)
     if empty:
@@ -161,7 +147,7 @@ def _decide(project: Project, matrix: Matrix, cell: Cell) -> tuple[CellDecision,
         )
     stable = framework.stable_abi.get(cell.backend)
     if stable is not None:
-        if not _within(cell.torch, stable, None):
+        if not within(cell.torch, stable, None):
             return out("stable-abi-too-old", f"torch {cell.torch} is older than the stable ABI version {stable}")
         variant = Variant("torch-stable-abi", ".".join(stable.split(".")[:2]), cell.compute, Platform.parse(cell.platform))
     else:
@@ -178,7 +164,7 @@ def make_plan(project: Project, matrix: Matrix) -> BuildPlan:
     decisions: list[CellDecision] = []
     variants: dict[str, PlannedVariant] = {}
     # Newest torch first, so a stable-ABI variant is built with the newest torch that has its flavour.
-    for cell in sorted(matrix.cells, key=lambda c: _version_tuple(c.torch), reverse=True):
+    for cell in sorted(matrix.cells, key=lambda c: version_key(c.torch), reverse=True):
         decision, planned = _decide(project, matrix, cell)
         if planned is not None and planned.name in variants:
             decision = CellDecision(
@@ -198,7 +184,7 @@ def _noarch_plan(project: Project, matrix: Matrix, python: str | None) -> BuildP
     Its toolchain (for tests) is the newest matrix cell of that backend,
     preferring this machine's platform, else the newest CPU cell."""
     host = host_platform()
-    ranked = sorted(matrix.cells, key=lambda c: (c.platform == host, _version_tuple(c.torch)), reverse=True)
+    ranked = sorted(matrix.cells, key=lambda c: (c.platform == host, version_key(c.torch)), reverse=True)
     variants = []
     decisions = []
     for backend in project.config.general.backends:
@@ -210,12 +196,6 @@ def _noarch_plan(project: Project, matrix: Matrix, python: str | None) -> BuildP
                          f"Python-only kernel: one {variant.name} variant serves every torch", variant.name)
         )
     return BuildPlan(project.name, tuple(variants), tuple(decisions))
-
-
-def host_platform() -> str:
-    cpu = platform.machine().lower()
-    cpu = {"amd64": "x86_64", "arm64": "aarch64"}.get(cpu, cpu)
-    return f"{cpu}-{platform.system().lower()}"
 
 
 def local_cell() -> Cell:
@@ -269,11 +249,8 @@ def local_plan(project: Project, matrix: Matrix) -> BuildPlan:
 
 def select(plan: BuildPlan, include: list[str] | tuple[str, ...] = (), skip: list[str] | tuple[str, ...] = ()) -> tuple[PlannedVariant, ...]:
     """Glob selection on variant names: any of `include` (all when empty), none of `skip`."""
-    chosen = [
-        p for p in plan.variants
-        if (not include or any(fnmatch.fnmatchcase(p.name, g) for g in include))
-        and not any(fnmatch.fnmatchcase(p.name, g) for g in skip)
-    ]
+    names = set(selection.chosen((p.name for p in plan.variants), include, skip))
+    chosen = [p for p in plan.variants if p.name in names]
     if include and not chosen:
         names = ", ".join(p.name for p in plan.variants) or "none"
         raise UsageError(

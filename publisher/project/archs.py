@@ -17,7 +17,7 @@ from publisher.plan.capabilities import (
     is_wellformed_capability,
     parse_capability,
 )
-from publisher.project.values import parse_version
+from publisher.project.versions import within
 
 Toolkits = Mapping[str, tuple[str, ...]]
 
@@ -31,13 +31,6 @@ def _strs(value: object) -> list[str] | None:
 def _table(data: Mapping, key: str) -> Mapping:
     value = data.get(key)
     return value if isinstance(value, Mapping) else {}
-
-
-def _within(version: str, low: object, high: object) -> bool:
-    v = parse_version(version)
-    lo = parse_version(low) if isinstance(low, str) else None
-    hi = parse_version(high) if isinstance(high, str) else None
-    return v is not None and (lo is None or v >= lo) and (hi is None or v <= hi)
 
 
 def _supported(toolkits: Toolkits) -> str:
@@ -58,8 +51,8 @@ def check_archs(data: Mapping, cuda_toolkits: Toolkits, rocm_toolkits: Toolkits)
         backend = kernel.get("backend")
         if backend == "cuda":
             toolkits = {v: d for v, d in cuda_toolkits.items()
-                        if _within(v, cuda_bounds.get("minver"), cuda_bounds.get("maxver"))
-                        and _within(v, kernel.get("cuda-minver"), None)}
+                        if within(v, cuda_bounds.get("minver"), cuda_bounds.get("maxver"))
+                        and within(v, kernel.get("cuda-minver"), None)}
             _cuda_kernel(str(name), kernel, toolkits, cuda_toolkits, "cuda" in backends, out)
         elif backend == "rocm":
             _rocm_kernel(str(name), kernel, rocm_toolkits, "rocm" in backends, out)
@@ -95,7 +88,8 @@ def _cuda_kernel(name: str, kernel: Mapping, toolkits: Toolkits, all_toolkits: T
         return
     if not toolkits:
         out.append(finding("PB307", f"kernel `{name}`: no CUDA toolkit in the matrix satisfies its version bounds; it is never built",
-                           field=f"kernel.{name}", hint="check [general.cuda] minver/maxver and the kernel's cuda-minver"))
+                           field=f"kernel.{name}", hint="check [general.cuda] minver/maxver and the kernel's cuda-minver "
+                           "(bounds compare whole versions, as upstream: maxver \"12\" admits 12.0, not 12.8)"))
         return
     per_toolkit: dict[str, tuple[str, ...]] = {}
     for version, defaults in toolkits.items():

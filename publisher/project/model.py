@@ -10,8 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu", "neuron", "tpu", "cann")
-COMPILED_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
+from publisher.data import read_yaml
+
+_BACKEND_TABLE = read_yaml("backends.yaml")["backends"]
+BACKENDS = tuple(_BACKEND_TABLE)
+KERNEL_BACKENDS = tuple(b for b, facts in _BACKEND_TABLE.items() if facts["kernel"])  # may have compiled code
+ARCH_BACKENDS = tuple(b for b, facts in _BACKEND_TABLE.items() if facts.get("archs"))  # per-toolkit architecture lists
+V1_UNIVERSAL_BACKENDS = tuple(b for b, facts in _BACKEND_TABLE.items() if facts["v1-universal"])
 FrameworkKind = Literal["torch", "torch-noarch", "tvm-ffi"]
 
 

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 from publisher.codes import finding
 from publisher.findings import Finding
-
-KERNEL_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
+from publisher.project.model import KERNEL_BACKENDS
 
 
 @dataclass(frozen=True)

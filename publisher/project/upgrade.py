@@ -14,10 +14,8 @@ from typing import Any
 from publisher.errors import MigrationRefused
 from publisher.project import resources
 from publisher.project.editions import PRE_V1, UNSUPPORTED, V1_V2, V3, V4, V5, Edition
+from publisher.project.model import BACKENDS, V1_UNIVERSAL_BACKENDS
 
-# what a v1/v2 "universal" kernel was built for (upstream v1/v2 conversion)
-UNIVERSAL_BACKENDS = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "xpu")
-_BACKEND_ORDER = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
 _LANGUAGE_BACKEND = {"cuda": "cuda", "cuda-hipify": "cuda", "metal": "metal"}
 
 
@@ -79,11 +77,11 @@ def _from_v1_v2(doc: MutableMapping, general: MutableMapping, new_table) -> list
         changes += _kernel_backend(kernels, name, new_table)
     if "backends" not in general:
         if universal:
-            derived = list(UNIVERSAL_BACKENDS)
+            derived = sorted(V1_UNIVERSAL_BACKENDS)
         else:
             found = {k.get("backend") for k in kernels.values()
                      if isinstance(k, MutableMapping) and isinstance(k.get("backend"), str)}
-            derived = [b for b in _BACKEND_ORDER if b in found]
+            derived = sorted(b for b in BACKENDS if b in found)  # upstream writes them sorted
         if not derived:
             raise MigrationRefused("cannot derive general.backends: the file has no kernels and is not `universal`",
                                    "add `backends = [...]` to [general] by hand, then run migrate again")
@@ -99,7 +97,7 @@ def _backend_python_depends(general: MutableMapping, new_table) -> list[str]:
         return []
     changes = []
     for name in [n for n in names if isinstance(n, str) and n not in resources.general_python_depends()]:
-        owners = [b for b in _BACKEND_ORDER if name in resources.backend_python_depends(b)]
+        owners = [b for b in sorted(BACKENDS) if name in resources.backend_python_depends(b)]
         if len(owners) != 1:
             continue
         backend = owners[0]

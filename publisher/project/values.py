@@ -9,13 +9,13 @@ from collections.abc import Callable, Mapping
 
 from publisher.codes import finding
 from publisher.findings import Finding
+from publisher.hub_names import repo_id_problem
 from publisher.project import resources
 from publisher.project.model import BACKENDS
 from publisher.project.schema import suggest
+from publisher.project.versions import parse_version
 
 NAME = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
-VERSION = re.compile(r"\d+(\.\d+)*")
-REPO_ID = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.]*/[A-Za-z0-9][-A-Za-z0-9_.]*")
 GIT_SCHEMES = ("https", "http", "git", "ssh", "git+ssh", "git+https", "git+http")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?!\d)")
 _SCP = re.compile(r"[^\s:/]+:(?!/)\S+")
@@ -34,17 +34,6 @@ def _table(data: Mapping, key: str) -> Mapping:
 
 def _strs(value: object) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def parse_version(text: str) -> tuple[int, ...] | None:
-    """`12.8` -> (12, 8); trailing zeros dropped as upstream does; None if invalid."""
-    text = text.strip() if isinstance(text, str) else ""
-    if not VERSION.fullmatch(text):
-        return None
-    parts = [int(p) for p in text.split(".")]
-    while parts and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)
 
 
 def check_values(data: Mapping) -> list[Finding]:
@@ -183,8 +172,9 @@ def _kernel_depends(value: object, path: str, out: list[Finding]) -> None:
             continue
         where = f"{path}[{i}]"
         repo = item.get("repo-id")
-        if isinstance(repo, str) and not REPO_ID.fullmatch(repo):
-            out.append(finding("PB208", f"{where}: repo-id `{repo}` is not `<org>/<name>`", field=path,
+        problem = repo_id_problem(repo) if isinstance(repo, str) else None
+        if problem:
+            out.append(finding("PB208", f"{where}: repo-id `{repo}` is not a kernel repo id ({problem})", field=path,
                                hint='write e.g. `{ repo-id = "kernels-community/einops", version = 1 }`'))
         has_version, has_revision = "version" in item, "revision" in item
         if has_version == has_revision:
@@ -214,8 +204,9 @@ def _bounds(table: Mapping, path: str, out: list[Finding]) -> None:
 
 def _hub(hub: Mapping, out: list[Finding]) -> None:
     repo = hub.get("repo-id")
-    if isinstance(repo, str) and not REPO_ID.fullmatch(repo):
-        out.append(finding("PB213", f"general.hub.repo-id `{repo}` is not `<org>/<name>`", field="general.hub.repo-id",
+    problem = repo_id_problem(repo) if isinstance(repo, str) else None
+    if problem:
+        out.append(finding("PB213", f"general.hub.repo-id `{repo}` is not a kernel repo id ({problem})", field="general.hub.repo-id",
                            hint='write e.g. `repo-id = "my-org/my-kernel"`'))
     branch = hub.get("branch")
     if isinstance(branch, str) and not branch.strip():

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from publisher import git
 from publisher.push.hub_client import RemoteFile, Upload
 
 ADD, DELETE, UNCHANGED = "add", "delete", "unchanged"
@@ -40,8 +41,7 @@ class LocalFile:
     @cached_property
     def git_sha1(self) -> str:
         """Only needed against a regular (non-LFS) remote file: computed then."""
-        data = self.local_path.read_bytes()
-        return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        return git.blob_id(self.local_path.read_bytes())
 
     def matches(self, remote: RemoteFile | None) -> bool:
         if remote is None:

@@ -12,7 +12,6 @@ while its fingerprint equals the variant's current one (state.variant_fingerprin
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from publisher import state
 from publisher.builder.metadata import check_variant
 from publisher.codes import finding
 from publisher.findings import Finding, Severity
+from publisher.plan.selection import matches_any
 from publisher.push import signature
 
 # The test status of a variant whose import and ops were checked but whose tests
@@ -87,7 +87,7 @@ def judge(build_dir: Path, name: str, allow_untested: bool, load_only: tuple[str
                                      "published because of --allow-untested-variant: no runner can test it"))
         else:
             hint = (f"--allow-untested-variant admits {name} only after `publisher test --allow-load-only` checked its "
-                    "import (status 'loaded-not-run')" if _matches(name, load_only) else
+                    "import (status 'loaded-not-run')" if matches_any(name, load_only) else
                     f"run `publisher test` on hardware for {name}, or pass --allow-untested to publish it anyway")
             findings.append(_finding("PP104", Severity.ERROR, variant_dir, untested, hint))
 
@@ -103,11 +103,7 @@ def judge(build_dir: Path, name: str, allow_untested: bool, load_only: tuple[str
 def admitted_load_only(name: str, status: str | None, load_only: tuple[str, ...]) -> bool:
     """--allow-untested-variant: the variant matches a glob and its import was checked
     (never a failed, crashed or never-tested one)."""
-    return status == LOAD_CHECKED and _matches(name, load_only)
-
-
-def _matches(name: str, globs: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatchcase(name, g) for g in globs)
+    return status == LOAD_CHECKED and matches_any(name, load_only)
 
 
 def _entry(report_path: Path, name: str, fingerprint: str) -> dict | None:

@@ -35,7 +35,6 @@ from publisher.errors import (  # noqa: E402
     PublisherError,
     TransientError,
 )
-from publisher.hub_names import is_repo_id  # noqa: E402,F401 - re-exported for callers
 
 REPO_TYPE = "kernel"
 _TRANSIENT_STATUS = (429, 500, 502, 503, 504)
@@ -96,6 +95,10 @@ class RetryPolicy:
         """PUBLISHER_HUB_RETRIES / PUBLISHER_HUB_BACKOFF let tests and slow links tune the policy."""
         return cls(attempts=env.hub_attempts(cls.attempts), base_seconds=env.hub_backoff(cls.base_seconds))
 
+    def wait(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt `attempt` (1-based): doubling, capped."""
+        return min(self.max_seconds, self.base_seconds * 2 ** (attempt - 1))
+
 
 def is_transient(err: BaseException) -> bool:
     seen: BaseException | None = err
@@ -137,7 +140,7 @@ class HubClient:
                 return fn()
             except Exception as err:  # noqa: BLE001 - classified below
                 if retry and is_transient(err) and attempt < self.retry.attempts:
-                    wait = min(self.retry.max_seconds, self.retry.base_seconds * 2 ** (attempt - 1))
+                    wait = self.retry.wait(attempt)
                     self.on_retry(secrets.redact(f"{what}: {_short(err)}; retrying in {wait:g}s "
                                                  f"(attempt {attempt + 1}/{self.retry.attempts})"))
                     time.sleep(wait)

@@ -89,7 +89,7 @@ def _commit_reconciled(client: HubClient, plan: PushPlan, target: str, message: 
             if head == plan.parent_commit:  # nothing landed
                 if attempt == attempts:
                     raise
-                wait = min(client.retry.max_seconds, client.retry.base_seconds * 2 ** (attempt - 1))
+                wait = client.retry.wait(attempt)
                 client.on_retry(f"commit: {err.message}; the branch is unchanged, retrying in {wait:g}s")
                 time.sleep(wait)
                 continue
@@ -188,5 +188,5 @@ def publish_card(client: HubClient, repo_id: str, readme: Path, media: dict[str,
         except (TransientError, ConflictError):
             if create_pr or attempt == client.retry.attempts:
                 raise
-            time.sleep(min(client.retry.max_seconds, client.retry.base_seconds * 2 ** (attempt - 1)))
+            time.sleep(client.retry.wait(attempt))
     raise AssertionError("unreachable")

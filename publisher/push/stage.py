@@ -5,7 +5,6 @@ renders what this returns and reports through PushEvents."""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -24,14 +23,16 @@ from publisher.errors import (
     UsageError,
 )
 from publisher.findings import Finding, render_line
+from publisher.hub_names import repo_id_problem
 from publisher.options import PushOptions
+from publisher.plan import selection
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.project.model import Project
 from publisher.push import card as card_mod
 from publisher.push import coverage, gate, verify
 from publisher.push.changes import PushPlan
-from publisher.push.hub_client import HubClient, RetryPolicy, is_repo_id
+from publisher.push.hub_client import HubClient, RetryPolicy
 from publisher.push.publish import CommitOutcome, open_repo, plan_push, plan_without_hub, publish, publish_card
 
 
@@ -180,10 +181,11 @@ def _repo_id(options: PushOptions, project: Project) -> str:
     repo_id = options.repo_id or project.config.general.hub_repo_id
     if not repo_id:
         raise UsageError("no repo id: pass REPO_ID or set [general.hub] repo-id in build.toml")
-    if not is_repo_id(repo_id):
+    problem = repo_id_problem(repo_id)
+    if problem:
         source = "REPO_ID" if options.repo_id else f"{project.build_toml} [general.hub] repo-id"
         raise UsageError(
-            f"{source}: `{repo_id}` is not a Hub repo id",
+            f"{source}: `{repo_id}` is not a Hub repo id ({problem})",
             "use ORG/NAME with letters, digits, '-', '_' and '.', e.g. your-org/your-kernel",
         )
     return repo_id
@@ -195,8 +197,7 @@ def _variant_dirs(build_dir: Path, options: PushOptions) -> list[str]:
     if not names:
         raise UsageError(f"no built variants in {build_dir}", "run `publisher build` first")
     include, skip = options.selection.include, options.selection.skip
-    chosen = [n for n in names if (not include or any(fnmatch.fnmatchcase(n, g) for g in include))
-              and not any(fnmatch.fnmatchcase(n, g) for g in skip)]
+    chosen = selection.chosen(names, include, skip)
     if not chosen:
         raise UsageError("no built variant matches --variant/--skip", f"built variants: {', '.join(names)}")
     return chosen

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from publisher.plan.matrix import Cell
+from publisher.plan.resolver import System, resolve
 from publisher.push.changes import LocalFile
 from publisher.push.hub_client import RemoteFile
 
@@ -37,33 +38,11 @@ def compare(expected: Mapping[str, LocalFile], deleted: Iterable[str], remote: M
 
 def resolve_cells(variant_names: Iterable[str], cells: Iterable[Cell]) -> list[Resolution]:
     """Ask the `kernels` resolver, per matrix cell, which of these variants it loads."""
-    from kernels.backends import parse_backend
-    from kernels.variants import _resolve_variant_for_system, parse_variant
-    from packaging.version import Version
-
-    parsed = []
-    for name in variant_names:
-        try:
-            parsed.append(parse_variant(name))
-        except ValueError:
-            continue
+    names = list(variant_names)
     out = []
     for cell in cells:
-        cpu, _, os = cell.platform.partition("-")
-        label = f"torch {cell.torch} {cell.compute} {cell.platform}"
-        accepted, trace = _resolve_variant_for_system(
-            variants=parsed,
-            selected_backend=parse_backend(cell.compute),
-            cpu=cpu,
-            os=os,
-            torch_version=Version(cell.torch),
-            torch_cxx11_abi=True if os == "linux" else None,
-            tvm_ffi_version=None,
-            macos_version=Version("26.0") if os == "darwin" else None,
-        )
-        if accepted:
-            out.append(Resolution(label, accepted[0].variant_str, "", cell.required))
-        else:
-            reason = trace[0].reason if trace else "no variants were pushed"
-            out.append(Resolution(label, None, reason, cell.required))
+        system = System(cell.torch, cell.compute, cell.platform)
+        found = resolve(names, system)
+        variant = found.accepted[0] if found.accepted else None
+        out.append(Resolution(system.label, variant, found.reason if names else "no variants were pushed", cell.required))
     return out

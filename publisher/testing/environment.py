@@ -15,12 +15,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from publisher import runner
+from publisher import distribution, runner
 from publisher.errors import EnvironmentProblem
-from publisher.plan.planner import PlannedVariant, host_platform
+from publisher.host import host_platform
+from publisher.plan.planner import PlannedVariant
+from publisher.plan.resolver import System, resolve
 from publisher.plan.variants import Variant
 
-TEST_PACKAGES = ("kernels==0.17.2", "pytest", "pytest-timeout")
+
+def runner_packages() -> list[str]:
+    """What a test environment needs: the `kernels` client we build for, at our pin, and pytest."""
+    return [distribution.requirement(name) for name in ("kernels", "pytest", "pytest-timeout")]
+
+
 REQUIRED_MODULES = ("kernels", "pytest")
 
 
@@ -30,10 +37,6 @@ class TestEnvironment:
 
     python: str
     origin: str  # shown to the user: where the interpreter comes from
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
 def torch_compute(info: dict) -> tuple[str, str] | None:
@@ -50,25 +53,12 @@ def torch_compute(info: dict) -> tuple[str, str] | None:
 
 
 def can_load(variant: Variant, info: dict, platform: str) -> bool:
-    """Would `kernels` pick this variant for the torch described by `info`
-    (the rules of UPSTREAM.md section 5)?"""
+    """Would `kernels` load this variant with the torch described by `info`?"""
     compute = torch_compute(info)
     if compute is None:
         return False
-    backend, flavour = compute
-    if variant.framework == "torch-noarch":
-        return variant.compute in ("universal", backend)
-    if variant.framework == "tvm-ffi" or str(variant.platform) != platform or variant.backend != backend:
-        return False
     torch_minor = ".".join(info["torch_version"].split("+")[0].split(".")[:2])
-    if variant.framework == "torch" and variant.version != torch_minor:
-        return False
-    if variant.framework == "torch-stable-abi" and _version_tuple(variant.version or "") > _version_tuple(torch_minor):
-        return False
-    if backend == "cuda":  # cu126 = 12.6: the last digit is the minor version
-        want, have = variant.compute[2:], flavour[2:]
-        return want[:-1] == have[:-1] and int(want[-1]) <= int(have[-1])
-    return variant.compute == flavour
+    return variant.name in resolve([variant.name], System(torch_minor, compute[1], platform)).accepted
 
 
 @lru_cache(maxsize=1)
@@ -107,7 +97,7 @@ def select_environment(
         if missing:
             raise EnvironmentProblem(
                 f"{', '.join(missing)} not installed for {sys.executable}, which runs this variant's tests",
-                f"{sys.executable} -m pip install {' '.join(TEST_PACKAGES)}",
+                f"{sys.executable} -m pip install {' '.join(repr(p) for p in runner_packages())}",
             )
         missing = _missing_distributions(test_depends)
         if missing:
@@ -117,13 +107,13 @@ def select_environment(
                 f"{sys.executable} -m pip install {' '.join(missing)}",
             )
         return TestEnvironment(sys.executable, f"this interpreter (torch {info['torch_version']})")
-    from publisher.toolchains.provision import ensure_packages, ensure_toolchain
+    from publisher.toolchains.provision import ensure_packages, ensure_toolchain, recorded_toolchains
 
     toolchain = None
     if variant.framework == "torch-noarch":
         # Any torch of the right backend runs a Python-only kernel: reuse an environment
         # that exists rather than download the plan's.
-        toolchain = next((t for t in _recorded_toolchains() if can_load(variant, _probe(t.python), host_platform())), None)
+        toolchain = next((t for t in recorded_toolchains() if can_load(variant, _probe(t.python), host_platform())), None)
     if toolchain is None:
         planned = planned_for()
         if planned is None:
@@ -133,24 +123,8 @@ def select_environment(
                 "run publisher with a torch that matches the variant, or pass --matrix with a cell for it",
             )
         toolchain = ensure_toolchain(planned.toolchain, on_line)
-    ensure_packages(toolchain, [*TEST_PACKAGES, *test_depends], on_line)
+    ensure_packages(toolchain, [*runner_packages(), *test_depends], on_line)
     return TestEnvironment(str(toolchain.python), f"toolchain {toolchain.key}")
-
-
-def _recorded_toolchains() -> list:
-    """Toolchain environments publisher created earlier (newest torch first)."""
-    from publisher.toolchains.provision import Toolchain, cache_root
-
-    found = []
-    for record in sorted(cache_root().glob("*/toolchain.json"), reverse=True):
-        try:
-            data = json.loads(record.read_text())
-            data.pop("format", None)
-            data.update(include_dirs=tuple(data["include_dirs"]), library_dirs=tuple(data["library_dirs"]))
-            found.append(Toolchain(**data))
-        except (OSError, ValueError, TypeError, KeyError):
-            continue
-    return found
 
 
 def _probe(python: str) -> dict:

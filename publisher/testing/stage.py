@@ -4,7 +4,6 @@ test` (run_project_tests) and `publisher release` (run_tests)."""
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -15,6 +14,7 @@ from publisher import state
 from publisher.builder.metadata import check_variant
 from publisher.errors import PublisherError, ToolchainUnavailable, UsageError
 from publisher.options import TestCommandOptions
+from publisher.plan import selection
 from publisher.plan.planner import PlannedVariant
 from publisher.plan.variants import Variant
 from publisher.project.load import require_project
@@ -60,11 +60,7 @@ def built_variants(build_dir: Path) -> list[str]:
 
 
 def select_variants(names: Sequence[str], include: Sequence[str] = (), skip: Sequence[str] = ()) -> list[str]:
-    chosen = [
-        n for n in names
-        if (not include or any(fnmatch.fnmatchcase(n, g) for g in include))
-        and not any(fnmatch.fnmatchcase(n, g) for g in skip)
-    ]
+    chosen = selection.chosen(names, include, skip)
     if include and not chosen:
         raise UsageError(
             f"no built variant matches {' '.join(include)}",

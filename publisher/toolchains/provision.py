@@ -11,7 +11,6 @@ import fcntl
 import importlib.metadata
 import json
 import os
-import platform
 import re
 import shutil
 import sys
@@ -22,8 +21,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from publisher import env, runner
+from publisher.data import read_yaml
 from publisher.errors import ToolchainUnavailable
+from publisher.host import host_platform
 from publisher.plan.variants import backend_of_compute, compute_version
+from publisher.project.versions import version_key, within
 from publisher.toolchains import probe as toolchain_probe
 from publisher.toolchains.spec import ToolchainSpec
 
@@ -80,12 +82,6 @@ def cache_root() -> Path:
     return Path(base) / "publisher" / "toolchains"
 
 
-def host_platform() -> str:
-    cpu = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
-    os_name = {"linux": "linux", "darwin": "darwin", "win32": "windows"}.get(sys.platform, sys.platform)
-    return f"{cpu}-{os_name}"
-
-
 def recorded_identity(spec: ToolchainSpec) -> str | None:
     """The identity of an already created toolchain, without creating or probing
     anything (cheap: used for cache keys). None when it does not exist yet."""
@@ -94,8 +90,8 @@ def recorded_identity(spec: ToolchainSpec) -> str | None:
         return _interpreter_identity(python)
     record = cache_root() / spec.key / _RECORD
     try:
-        return Toolchain(**_load_record(record)).identity
-    except (OSError, ValueError, TypeError):
+        return read_record(record).identity
+    except (OSError, ValueError, TypeError, KeyError):
         return None
 
 
@@ -110,15 +106,15 @@ def ensure_toolchain(spec: ToolchainSpec, on_line: LineSink | None = None, log: 
     record = env_dir / _RECORD
     if record.exists():
         try:
-            return Toolchain(**_load_record(record))
-        except (ValueError, TypeError):
+            return read_record(record)
+        except (ValueError, TypeError, KeyError):
             pass  # an older record format: recreate below
     env_dir.parent.mkdir(parents=True, exist_ok=True)
     with locked(env_dir.with_suffix(".lock")):
         if record.exists():  # another run created it while we waited
             try:
-                return Toolchain(**_load_record(record))
-            except (ValueError, TypeError):
+                return read_record(record)
+            except (ValueError, TypeError, KeyError):
                 pass
         if env_dir.exists():  # complete (it is renamed in only when installed) but not yet described
             try:
@@ -189,13 +185,10 @@ def _create(spec: ToolchainSpec, env_dir: Path, on_line: LineSink, log: Path | N
 
 
 def _nvcc_requirements(cuda: str) -> list[str]:
-    major = cuda.split(".")[0]
-    pins = f"=={cuda}.*"
-    if int(major) >= 13:
-        return [f"nvidia-cuda-nvcc{pins}", f"nvidia-cuda-crt{pins}", f"nvidia-nvvm{pins}",
-                f"nvidia-cuda-cccl{pins}", f"nvidia-cuda-runtime{pins}"]
-    suffix = f"-cu{major}"
-    return [f"nvidia-cuda-nvcc{suffix}{pins}", f"nvidia-cuda-cccl{suffix}{pins}", f"nvidia-cuda-runtime{suffix}{pins}"]
+    """The nvcc wheels for CUDA `cuda` ("12.8"), per resources/nvcc_wheels.yaml."""
+    series = [s for s in read_yaml("nvcc_wheels.yaml")["series"] if within(cuda, s["from"])]
+    wheels = max(series, key=lambda s: version_key(s["from"]))["wheels"]
+    return [f"{name.format(major=cuda.split('.')[0])}=={cuda}.*" for name in wheels]
 
 
 def _install(python: str, requirements: list[str], index_url: str | None, on_line: LineSink,
@@ -250,13 +243,25 @@ def locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _load_record(path: Path) -> dict:
+def read_record(path: Path) -> Toolchain:
+    """The toolchain a record describes; ValueError/TypeError/KeyError for an old or broken one."""
     data = json.loads(path.read_text())
     if data.pop("format", None) != _FORMAT:
         raise ValueError("old toolchain record")
     data["include_dirs"] = tuple(data["include_dirs"])
     data["library_dirs"] = tuple(data["library_dirs"])
-    return data
+    return Toolchain(**data)
+
+
+def recorded_toolchains() -> list[Toolchain]:
+    """Toolchain environments created earlier and still readable (newest key first)."""
+    found = []
+    for record in sorted(cache_root().glob(f"*/{_RECORD}"), reverse=True):
+        try:
+            found.append(read_record(record))
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+    return found
 
 
 def _write_record(path: Path, toolchain: Toolchain) -> None:
