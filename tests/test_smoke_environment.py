@@ -1,15 +1,25 @@
-"""Which torch can test which variant (the `kernels` resolution rules)."""
+"""Which torch can test which variant (the `kernels` resolution rules, any
+backend kernels lets that torch select), and the running interpreter testing a
+CPU variant whatever its torch flavour."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
+import sys
+from pathlib import Path
+
 import pytest
 
-from publisher.plan.variants import Variant
 from publisher.testing.environment import can_load
+from publisher.toolchains.probe import probe
+from publisher.plan.variants import Variant
+from push_fixtures import write_scale
+from cli_helper import run_cli
 
 HOST = "x86_64-linux"
-CPU_213 = {"torch_version": "2.13.0+cpu", "cuda": None, "hip": None, "xpu": None}
-CU130_211 = {"torch_version": "2.11.0", "cuda": "13.0", "hip": None, "xpu": None}
+CPU_213 = {"torch_version": "2.13.0+cpu", "cuda": None, "hip": None, "xpu": None, "cxx11_abi": True}
+CU130_211 = {"torch_version": "2.11.0", "cuda": "13.0", "hip": None, "xpu": None, "cxx11_abi": True}
 
 
 @pytest.mark.parametrize("variant, torch, expected", [
@@ -19,11 +29,15 @@ CU130_211 = {"torch_version": "2.11.0", "cuda": "13.0", "hip": None, "xpu": None
     ("torch213-cxx11-cu130-x86_64-linux", CPU_213, False),  # a CPU torch cannot load CUDA code
     ("torch211-cxx11-cu130-x86_64-linux", CU130_211, True),
     ("torch211-cxx11-cu128-x86_64-linux", CU130_211, False),  # CUDA major differs
-    ("torch211-cxx11-cpu-x86_64-linux", CU130_211, False),  # kernels picks the CUDA backend there
+    ("torch211-cxx11-cpu-x86_64-linux", CU130_211, True),  # a CUDA torch runs CPU code (backend="cpu")
+    ("torch212-cxx11-cpu-x86_64-linux", CU130_211, False),  # ... of its own torch minor only
+    ("torch211-cxx11-cpu-x86_64-linux", dict(CU130_211, cxx11_abi=False), False),  # ... and C++ ABI
+    ("torch211-cxx11-cpu-x86_64-linux", dict(CU130_211, cxx11_abi=None), False),  # ABI unknown: not assumed
     ("torch-stable-abi210-cu130-x86_64-linux", CU130_211, True),  # stable ABI: any newer torch
     ("torch-stable-abi212-cu130-x86_64-linux", CU130_211, False),
     ("torch-cpu", CPU_213, True),
     ("torch-cuda", CPU_213, False),
+    ("torch-cpu", CU130_211, True),  # noarch CPU code runs on a CUDA torch
     ("torch-cuda", CU130_211, True),
     ("torch-universal", CU130_211, True),
 ])
@@ -39,3 +53,31 @@ def test_cuda_minor_of_the_variant_may_be_older():
 
 def test_no_torch_loads_nothing():
     assert not can_load(Variant.parse("torch-cpu"), {"error": "torch is not installed"}, HOST)
+
+
+def test_probe_reads_the_cxx11_abi_of_the_installed_torch():
+    import torch
+
+    assert probe()["cxx11_abi"] is torch.compiled_with_cxx11_abi()
+
+
+def test_cpu_variant_is_tested_by_the_running_torch_whatever_its_flavour(tmp_path):
+    """The noarch torch-cpu variant is tested by the interpreter running
+    publisher, whichever torch it has (PyPI's CUDA wheel as well as a CPU one):
+    nothing is downloaded, and the project's own `get_kernel(repo)`, which
+    names no backend, loads the variant under test."""
+    import torch
+
+    root = tmp_path / "scale"
+    write_scale(root)
+    built = run_cli("build", "--local", str(root), "--json", process=True)
+    assert built.returncode == 0, built.stdout + built.stderr
+    result = run_cli("test", "--variant", "torch-cpu", str(root), "--json", process=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    entry = json.loads(result.stdout)["variants"]["torch-cpu"]
+    assert entry["status"] == "passed" and entry["tests"]["passed"] == 1, entry
+    assert entry["device"]["torch"] == torch.__version__ and entry["device"]["cuda"] == torch.version.cuda
+    assert Path(entry["log"]).read_text().splitlines()[0] == (
+        f"# publisher test torch-cpu with {sys.executable} "
+        f"(this interpreter (torch {importlib.metadata.version('torch')}))"
+    )

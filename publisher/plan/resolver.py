@@ -16,6 +16,7 @@ class System:
     torch: str  # "2.15"
     compute: str  # cpu, cu130, rocm71, xpu20253, metal
     platform: str  # x86_64-linux
+    cxx11_abi: bool | None = True  # every torch 2.x Linux wheel; None: unknown (a cxx11 variant is not assumed to load)
 
     @property
     def label(self) -> str:
@@ -47,7 +48,7 @@ def resolve(variant_names: Iterable[str], system: System) -> Resolution:
         cpu=cpu,
         os=os,
         torch_version=Version(system.torch),
-        torch_cxx11_abi=True if os == "linux" else None,  # every torch 2.x Linux wheel uses the cxx11 ABI
+        torch_cxx11_abi=system.cxx11_abi if os == "linux" else None,
         tvm_ffi_version=None,
         macos_version=Version("26.0") if os == "darwin" else None,
     )

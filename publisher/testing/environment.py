@@ -1,5 +1,6 @@
 """Which Python runs a variant's tests: the interpreter running publisher
-when its torch can load the variant (what `--local` built), else the
+when its torch can load the variant (what `--local` built; a CUDA torch also
+runs CPU variants), else a toolchain environment that exists and can, else the
 variant's toolchain environment from the plan (same torch, same CUDA major),
 with `kernels`, `pytest` and the project's test dependencies added (never
 added to the running interpreter: that is the user's own environment)."""
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from publisher import distribution, runner
-from publisher.errors import EnvironmentProblem
+from publisher.errors import EnvironmentProblem, ToolchainUnavailable
 from publisher.host import host_platform
 from publisher.plan.planner import PlannedVariant
 from publisher.plan.resolver import System, resolve
@@ -52,13 +53,25 @@ def torch_compute(info: dict) -> tuple[str, str] | None:
     return ("cpu", "cpu") if info.get("torch_version") else None
 
 
-def can_load(variant: Variant, info: dict, platform: str) -> bool:
-    """Would `kernels` load this variant with the torch described by `info`?"""
+def selectable_computes(info: dict) -> list[str]:
+    """The backends `kernels` lets this torch load variants for: the one torch
+    was built for, and `cpu`, which every torch runs (kernels 0.17
+    `_supported_backends`; `get_kernel(..., backend="cpu")`)."""
     compute = torch_compute(info)
-    if compute is None:
+    return list(dict.fromkeys([compute[1], "cpu"])) if compute else []
+
+
+def can_load(variant: Variant, info: dict, platform: str) -> bool:
+    """Can the torch described by `info` (publisher.toolchains.probe) load and
+    run `variant` on `platform`, with any backend `kernels` lets it select?
+    A CUDA torch runs a `cpu` variant of its torch version and ABI, and `torch-cpu`."""
+    if not info.get("torch_version"):
         return False
     torch_minor = ".".join(info["torch_version"].split("+")[0].split(".")[:2])
-    return variant.name in resolve([variant.name], System(torch_minor, compute[1], platform)).accepted
+    return any(
+        variant.name in resolve([variant.name], System(torch_minor, compute, platform, info.get("cxx11_abi"))).accepted
+        for compute in selectable_computes(info)
+    )
 
 
 @lru_cache(maxsize=1)
@@ -109,11 +122,9 @@ def select_environment(
         return TestEnvironment(sys.executable, f"this interpreter (torch {info['torch_version']})")
     from publisher.toolchains.provision import ensure_packages, ensure_toolchain, recorded_toolchains
 
-    toolchain = None
-    if variant.framework == "torch-noarch":
-        # Any torch of the right backend runs a Python-only kernel: reuse an environment
-        # that exists rather than download the plan's.
-        toolchain = next((t for t in recorded_toolchains() if can_load(variant, _probe(t.python), host_platform())), None)
+    # An environment that exists and loads the variant (a CUDA torch runs a CPU
+    # variant of its torch) saves downloading the plan's.
+    toolchain = next((t for t in recorded_toolchains() if can_load(variant, _probe(t.python), host_platform())), None)
     if toolchain is None:
         planned = planned_for()
         if planned is None:
@@ -122,7 +133,12 @@ def select_environment(
                 "cannot load it and the matrix has no cell for it",
                 "run publisher with a torch that matches the variant, or pass --matrix with a cell for it",
             )
-        toolchain = ensure_toolchain(planned.toolchain, on_line)
+        try:
+            toolchain = ensure_toolchain(planned.toolchain, on_line)
+        except ToolchainUnavailable as err:
+            raise ToolchainUnavailable(
+                f"no torch here can run {variant.name} and its environment cannot be made: {err.reason}"
+            ) from None
     ensure_packages(toolchain, [*runner_packages(), *test_depends], on_line)
     return TestEnvironment(str(toolchain.python), f"toolchain {toolchain.key}")
 

@@ -6,7 +6,8 @@ the device the tests run on ($PUBLISHER_TEST_DEVICE_OUT), offers a
 `device` fixture like upstream's CI harness (a project's own fixture wins),
 and appends one JSON line per test event to $PUBLISHER_TEST_EVENTS — written
 and flushed as it happens, so the file survives a segfault or a kill and
-names the test that was running."""
+names the test that was running. For a CPU variant it makes `cpu` the
+backend `kernels` selects, as on a CPU torch (see _load_as_cpu_torch)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,26 @@ def _emit(**event) -> None:
         fh.flush()
 
 
+def _load_as_cpu_torch() -> None:
+    """`kernels` picks the backend from how torch was built (a CUDA torch: cuda,
+    GPU or not) and has no setting for it, so a project's `get_kernel(repo)`
+    would pass over the CPU variant under test, which this torch can run
+    (`get_kernel(repo, backend="cpu")` loads it). Make `cpu` its default, as a
+    CPU torch user gets; kernels is pinned (publisher.testing.environment)."""
+    import kernels.backends
+    import kernels.python_deps
+    import kernels.validate
+
+    for module in (kernels.backends, kernels.python_deps, kernels.validate):
+        if not hasattr(module, "_backend"):
+            raise pytest.UsageError(f"publisher cannot select the cpu backend of this kernels release ({module.__name__})")
+        module._backend = kernels.backends.CPU
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "kernels_ci: CI subset of a kernel project's tests")
+    if os.environ.get("PUBLISHER_TEST_BACKEND") == "cpu":
+        _load_as_cpu_torch()
     out = os.environ.get("PUBLISHER_TEST_DEVICE_OUT")
     if out:
         import publisher_device  # device.py, copied beside this file

@@ -27,6 +27,10 @@ def probe() -> dict:
         return m.group(1) if m else None
 
     site = torch_dir.parent
+    # Since torch 2.7 every wheel uses the C++11 ABI and says so as a literal here;
+    # None (unknown) for older builds that ask their extension module.
+    abi = re.search(r"def compiled_with_cxx11_abi\(\)[^:]*:\s*(?:r?\"\"\"[\s\S]*?\"\"\"\s*)?return (True|False)\b",
+                    (torch_dir / "__init__.py").read_text())
     nvidia = site / "nvidia"
     return {
         "python": sys.executable,
@@ -37,6 +41,7 @@ def probe() -> dict:
         "cuda": field("cuda"),
         "hip": field("hip"),
         "xpu": field("xpu"),
+        "cxx11_abi": abi.group(1) == "True" if abi else None,
         "site_packages": str(site),
         # CUDA wheels put headers/libs under nvidia/<pkg>/ (CUDA 12) or nvidia/cu13/ (CUDA 13)
         "nvidia_include": sorted(str(p) for p in nvidia.glob("*/include") if p.is_dir()),
