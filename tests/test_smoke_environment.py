@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from publisher.toolchains.probe import probe
 from publisher.plan.variants import Variant
 from push_fixtures import write_scale
 from cli_helper import run_cli
+from smoke_fixtures import write_broken, write_noarch
 
 HOST = "x86_64-linux"
 CPU_213 = {"torch_version": "2.13.0+cpu", "cuda": None, "hip": None, "xpu": None, "cxx11_abi": True}
@@ -81,3 +84,33 @@ def test_cpu_variant_is_tested_by_the_running_torch_whatever_its_flavour(tmp_pat
         f"# publisher test torch-cpu with {sys.executable} "
         f"(this interpreter (torch {importlib.metadata.version('torch')}))"
     )
+
+
+def test_unreachable_index_is_one_line_naming_the_variant_and_the_index(tmp_path):
+    """A variant no torch here can load (another torch minor) needs its
+    environment from the cell's index; that index cannot be reached: the
+    variant's error says so in one line, no traceback."""
+    import torch
+
+    from publisher.plan.planner import host_platform
+
+    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+    other, host, index = f"{major}.{minor - 1}", host_platform(), "http://127.0.0.1:9/simple"
+    name = f"torch{major}{minor - 1}-cxx11-cpu-{host}"
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(f"schema: 1\nindexes:\n  offline: {index}\ntorch:\n  - version: \"{other}\"\n"
+                      f"    flavours:\n      - {{compute: cpu, platforms: [{host}], source: offline}}\n")
+    project = write_broken(tmp_path / "broken", tests=False)
+    # The variant's files: any complete build folder (this test never gets to load it).
+    halve = write_noarch(tmp_path / "halve")
+    built = run_cli("build", "--local", str(halve), "--json", process=True)
+    assert built.returncode == 0, built.stdout + built.stderr
+    shutil.copytree(halve / "build" / "torch-cpu", project / "build" / name)
+
+    env = dict(os.environ, PUBLISHER_CACHE_DIR=str(tmp_path / "cache"))
+    result = run_cli("test", str(project), "--matrix", str(matrix), "--variant", name, "--json", env=env, process=True)
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr, result.stdout + result.stderr
+    entry = json.loads(result.stdout)["variants"][name]
+    assert entry["status"] == "error"
+    assert "\n" not in entry["reason"] and name in entry["reason"], entry["reason"]
+    assert f"the package index {index} is unreachable" in entry["reason"], entry["reason"]

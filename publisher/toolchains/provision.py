@@ -205,10 +205,28 @@ def _install(python: str, requirements: list[str], index_url: str | None, on_lin
         argv += ["--index-url", index_url]
         if uv:  # uv stops at the first index holding a name; torch's deps may live on PyPI
             argv += ["--extra-index-url", "https://pypi.org/simple", "--index-strategy", "unsafe-best-match"]
+        else:  # pip retries an unreachable index 5 times with backoff: minutes before it says so
+            argv += ["--retries", "1"]
     for links in filter(None, os.environ.get("PIP_FIND_LINKS", "").split()):
         if uv:
             argv += ["--find-links", links]
-    _run(argv + requirements, log, on_line, f"could not install {' '.join(requirements)}")
+    what = f"could not install {' '.join(requirements)}"
+    result = runner.run(argv + requirements, log=log, on_line=on_line)
+    if result.ok:
+        return
+    unreachable = _NETWORK_ERROR.search(result.output)
+    if index_url and unreachable:
+        raise ToolchainUnavailable(f"{what}: the package index {index_url} is unreachable ({unreachable.group(0)})")
+    raise ToolchainUnavailable(f"{what}: {_reason(result.output)}")
+
+
+# uv and pip's words for a host that cannot be reached (name lookup, connect, timeout)
+_NETWORK_ERROR = re.compile(
+    r"failed to lookup address[^\n]*|Temporary failure in name resolution|Name or service not known|"
+    r"Connection refused|Network is unreachable|No route to host|connect(?:ion)? timed out|operation timed out|"
+    r"dns error[^\n]*",
+    re.I,
+)
 
 
 def _run(argv: list[str], log: Path | None, on_line: LineSink, what: str) -> None:
