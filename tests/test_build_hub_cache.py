@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 from huggingface_hub import CommitOperationAdd, HfApi
 
 from publisher import state
@@ -17,6 +18,7 @@ from publisher.builder.metadata import read_metadata, recorded_inputs
 
 from build_fixtures import write_tiny_project
 from cli_helper import run_cli
+from matrix_fixtures import local_variant_name
 from push_fixtures import load_kernel, repo_name, write_scale
 
 
@@ -33,7 +35,8 @@ def _build(project: Path, env: dict, *args: str) -> dict:
 
 
 def _only(report: dict) -> dict:
-    (row,) = [r for r in report["variants"] if "-cpu-" in r["variant"]]
+    """The row of the variant --local builds with the running torch (cpu or cuXY)."""
+    (row,) = [r for r in report["variants"] if r["variant"] == local_variant_name()]
     return row
 
 
@@ -85,13 +88,19 @@ def test_unchanged_inputs_are_fetched_from_the_hub_not_compiled(hub_env, tmp_pat
     entry = state.read_report(state.build_report_path(rerun / "build"))["variants"][variant]
     assert entry["state"] == "fetched" and entry["from"] == row["from"]
 
+    # the fetched variant loads, and computes where its device is here (a CUDA variant needs a GPU)
+    device = "cpu" if "-cpu-" in variant else "cuda"
+    runs_here = device == "cpu" or torch.cuda.is_available()
     loaded = load_kernel(env, f"""
         import torch, kernels
         from pathlib import Path
         k = kernels.get_local_kernel(Path({str(rerun / 'build')!r}))
-        print("RESULT", k.scale(torch.arange(3.0), 2.0).tolist())
+        print("LOADED", k.__name__)
+        if {runs_here}:
+            print("RESULT", k.scale(torch.arange(3.0, device={device!r}), 2.0).tolist())
     """)
-    assert "RESULT [0.0, 2.0, 4.0]" in loaded.stdout, loaded.stderr
+    assert "LOADED" in loaded.stdout, loaded.stderr
+    assert "RESULT [0.0, 2.0, 4.0]" in loaded.stdout or not runs_here, loaded.stderr
 
     # the release rerun publishes without rebuilding: nothing changed, no commit
     again = run_cli("push", repo, str(rerun), "--allow-untested", "--partial", "--no-card", env=env)
@@ -100,8 +109,8 @@ def test_unchanged_inputs_are_fetched_from_the_hub_not_compiled(hub_env, tmp_pat
     assert _commits(hub_env, repo) == commits
 
     # a changed source is a different build: compiled, not fetched
-    source = rerun / "scale_cpu" / "scale.cpp"
-    source.write_text(source.read_text().replace("src[i] * factor", "src[i] * factor + 0.0f"))
+    source = rerun / ("scale_cpu/scale.cpp" if "-cpu-" in variant else "scale_cuda/scale.cu")
+    source.write_text(source.read_text() + "\n// changed\n")
     changed = _only(_build(rerun, env, "--repo", repo))
     assert changed["state"] == "built" and changed["from"] is None
     assert "was built from other inputs; building" in Path(changed["log"]).read_text()

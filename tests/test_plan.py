@@ -167,6 +167,36 @@ backends = ["cpu", "cuda"]
     assert plan.by_name()["torch-cuda"].toolchain.compute.startswith("cu")
 
 
+CUDA_ONLY_MATRIX = """\
+schema: 1
+torch:
+  - version: "2.14"
+    flavours:
+      - {compute: cu130, platforms: [x86_64-linux]}
+"""
+
+
+@pytest.mark.parametrize("backends, tested_with", [('["cpu"]', "cu130"), ('["rocm"]', None)])
+def test_noarch_variant_is_tested_with_a_cell_whose_torch_runs_it(tmp_path, backends, tested_with):
+    """A CUDA torch runs torch-cpu; nothing in a CUDA-only matrix runs torch-rocm: a finding, not a crash."""
+    (tmp_path / "build.toml").write_text(f"""
+[general]
+name = "pyonly"
+version = 2
+edition = 5
+license = "MIT"
+backends = {backends}
+[torch-noarch]
+""")
+    proj, _ = load_project(tmp_path / "build.toml")
+    matrix = load_matrix_from_text(tmp_path, CUDA_ONLY_MATRIX)
+    if tested_with is None:
+        with pytest.raises(ProjectError, match="no cell whose torch can test torch-rocm"):
+            make_plan(proj, matrix)
+    else:
+        assert make_plan(proj, matrix).by_name()["torch-cpu"].toolchain.compute == tested_with
+
+
 def test_default_matrix_has_the_required_upstream_cells():
     matrix = load_matrix()
     required = {(c.torch, c.compute, c.platform) for c in matrix.cells if c.required}

@@ -188,8 +188,16 @@ def _noarch_plan(project: Project, matrix: Matrix, python: str | None) -> BuildP
     variants = []
     decisions = []
     for backend in project.config.general.backends:
-        cell = next((c for c in ranked if c.backend == backend), None) or next(c for c in ranked if c.backend == "cpu")
         variant = Variant("torch-noarch", None, backend, None)
+        cell = (next((c for c in ranked if c.backend == backend), None)
+                or next((c for c in ranked if c.backend == "cpu"), None)
+                # every torch runs CPU code: a CUDA torch tests torch-cpu (testing.environment.can_load)
+                or (ranked[0] if ranked and backend == "cpu" else None))
+        if cell is None:
+            raise ProjectError(
+                f"the matrix has no cell whose torch can test {variant.name} (none of backend {backend} or cpu)",
+                f"add a {backend} or cpu cell to the matrix, or pass --matrix with one",
+            )
         variants.append(PlannedVariant(variant=variant, toolchain=_spec(cell, python), required=True))
         decisions.append(
             CellDecision(cell.torch, cell.compute, cell.platform, True, "noarch",
