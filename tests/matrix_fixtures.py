@@ -22,13 +22,16 @@ def local_variant_name() -> str:
     return Variant("torch", cell.torch, cell.compute, Platform.parse(cell.platform)).name
 
 
-def write_local_matrix(path: Path) -> Path:
-    """A matrix whose one cell is the running torch (found as pip finds it here)."""
+def write_local_matrix(path: Path, compute: str | None = None) -> Path:
+    """A matrix whose one cell is the running torch (found as pip finds it here);
+    `compute="cpu"`: the CPU cell of the running torch's version instead, whose
+    variants that torch tests whatever its flavour."""
     cell = local_cell()
+    requirement = f", requirement: \"{cell.torch_requirement}\"" if compute in (None, cell.compute) else ""
     path.write_text(
         "schema: 1\ntorch:\n"
         f"  - version: \"{cell.torch}\"\n    required: true\n    flavours:\n"
-        f"      - {{compute: {cell.compute}, platforms: [{cell.platform}], requirement: \"{cell.torch_requirement}\"}}\n"
+        f"      - {{compute: {compute or cell.compute}, platforms: [{cell.platform}]{requirement}}}\n"
     )
     return path
 

@@ -10,7 +10,7 @@ import pytest
 from huggingface_hub import HfApi
 
 from cli_helper import run_cli
-from matrix_fixtures import local_variant_name
+from matrix_fixtures import local_variant_name, write_local_matrix
 from push_fixtures import repo_name
 
 # end-to-end: a built and tested project published to the Hub server and loaded back (seconds a test)
@@ -64,7 +64,9 @@ def test_push_refuses_a_matrix_file_that_does_not_exist_before_asking_the_hub(hu
     assert not _exists(hub_env, repo)
 
 
-def test_release_hands_its_matrix_to_the_push(hub_env, noarch_project, fresh_copy, local_matrix):
+def test_release_hands_its_matrix_to_the_push(hub_env, noarch_project, fresh_copy, tmp_path):
+    # the CPU cell of the running torch: the torch-cpu variant's environment whatever torch runs the tests
+    local_matrix = write_local_matrix(tmp_path / "cpu-matrix.yaml", compute="cpu")
     project = fresh_copy(noarch_project)
     base = ["release", str(project), "--local", "--endpoint", hub_env.url]
     default = run_cli(*base, "--repo", repo_name(), "--dry-run", env=hub_env.env())
