@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from publisher.plan.variants import Variant
 from publisher.testing.environment import can_load
 from publisher.toolchains.probe import probe
-from publisher.plan.variants import Variant
-from push_fixtures import write_scale
+
 from cli_helper import run_cli
+from push_fixtures import write_scale
 from smoke_fixtures import write_broken, write_noarch
 
 HOST = "x86_64-linux"
