@@ -216,14 +216,16 @@ def _pip_find_links() -> list[str]:
 
 
 def _remove_job_containers(repo: Path | None) -> None:
-    """The job container act started for this rehearsal (it mounts `repo`), and act's volumes
-    of ci.yml's job that no container uses: act names them the same in every run, so a
-    leftover would hand the next run an old workspace."""
+    """The job container act started for this rehearsal (it mounts `repo`), or with `repo`
+    None every leftover one (a killed run leaves its container behind, and act names it the
+    same in every run: `--reuse` would hand the next run that container, whose workspace is
+    another run's), and act's volumes of ci.yml's job that no container uses."""
     import docker
 
     client = docker.from_env(timeout=900)
     for container in client.containers.list(all=True, filters={"name": JOB_CONTAINER}):
-        if repo is not None and any(m.get("Source") == str(repo) for m in container.attrs.get("Mounts", [])):
+        sources = [m.get("Source") for m in container.attrs.get("Mounts", [])]
+        if repo is None or str(repo) in sources:
             container.remove(force=True, v=True)
     for volume in client.volumes.list(filters={"name": JOB_CONTAINER, "dangling": True}):
         volume.remove(force=True)
