@@ -40,10 +40,11 @@ def _states(report: dict) -> dict[str, str]:
 
 def _load_in_subprocess(build_dir: Path, code: str) -> str:
     """Import through kernels.get_local_kernel in a fresh interpreter (a
-    variant's ops register once per process)."""
+    variant's ops register once per process). backend="cpu": these tests build and run the cpu
+    variant, which any torch flavour loads."""
     script = (
         "import torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
-        f"k = get_local_kernel(Path({str(build_dir)!r}))\n" + code
+        f"k = get_local_kernel(Path({str(build_dir)!r}), backend='cpu')\n" + code
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -171,7 +172,8 @@ def test_builds_from_different_inputs_load_side_by_side(tmp_path):
     assert len(ids) == 2
     script = (
         "import json, torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
-        f"a = get_local_kernel(Path({str(first)!r}))\nb = get_local_kernel(Path({str(project / 'build')!r}))\n"
+        f"a = get_local_kernel(Path({str(first)!r}), backend='cpu')\n"
+        f"b = get_local_kernel(Path({str(project / 'build')!r}), backend='cpu')\n"
         "x = torch.ones(2)\nprint(json.dumps([a.scale(x, 3.0).tolist(), b.scale(x, 3.0).tolist()]))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
