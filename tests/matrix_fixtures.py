@@ -10,7 +10,7 @@ import pytest
 from publisher.plan.planner import local_cell
 from publisher.plan.variants import Platform, Variant
 
-__all__ = ["GPU_RUNNER_MATRIX", "local_matrix", "local_variant_name", "write_local_matrix"]
+__all__ = ["GPU_RUNNER_MATRIX", "local_cpu_variant_name", "local_matrix", "local_variant_name", "write_local_matrix"]
 
 REPO = Path(__file__).resolve().parents[1]
 GPU_RUNNER_MATRIX = REPO / "matrices" / "gpu-runner-torch211-cu130.yaml"
@@ -20,6 +20,12 @@ def local_variant_name() -> str:
     """The torch variant `publisher build --local` makes with the running torch."""
     cell = local_cell()
     return Variant("torch", cell.torch, cell.compute, Platform.parse(cell.platform)).name
+
+
+def local_cpu_variant_name() -> str:
+    """The cpu variant `build --local` makes with the running torch, whatever its flavour."""
+    cell = local_cell()
+    return Variant("torch", cell.torch, "cpu", Platform.parse(cell.platform)).name
 
 
 def write_local_matrix(path: Path, compute: str | None = None) -> Path:

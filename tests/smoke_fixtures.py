@@ -209,9 +209,10 @@ def _build(root: Path, *args: str) -> None:
 
 @pytest.fixture(scope="session")
 def broken_project(tmp_path_factory) -> Path:
-    """The broken kernel, its CPU variant built (--local); read-only for tests."""
+    """The broken kernel, the CPU variant of the running torch built (--local, whatever
+    its flavour: only the cpu variant, no CUDA compile); read-only for tests."""
     root = write_broken(tmp_path_factory.mktemp("broken") / "broken")
-    _build(root, "--local")
+    _build(root, "--local", "--variant", "*-cpu-*")
     return root
 
 

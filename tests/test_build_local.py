@@ -14,18 +14,19 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 
 from publisher import state
 from publisher.builder.metadata import check_variant
 
 from build_fixtures import write_noarch_project, write_tiny_project
 from cli_helper import run_cli
+from matrix_fixtures import local_cpu_variant_name
 
 pytestmark = pytest.mark.slow
 
-TORCH_MINOR = "".join(torch.__version__.split("+")[0].split(".")[:2])
-CPU_VARIANT = f"torch{TORCH_MINOR}-cxx11-cpu-x86_64-linux"
+CPU_VARIANT = local_cpu_variant_name()
+# Only the cpu variant: under a CUDA torch `--local` would also compile its CUDA flavour, which these tests do not need
+LOCAL_CPU = ("--local", "--variant", "*-cpu-*")
 
 
 def _json(result) -> dict:
@@ -39,10 +40,11 @@ def _states(report: dict) -> dict[str, str]:
 
 def _load_in_subprocess(build_dir: Path, code: str) -> str:
     """Import through kernels.get_local_kernel in a fresh interpreter (a
-    variant's ops register once per process)."""
+    variant's ops register once per process). backend="cpu": these tests build and run the cpu
+    variant, which any torch flavour loads."""
     script = (
         "import torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
-        f"k = get_local_kernel(Path({str(build_dir)!r}))\n" + code
+        f"k = get_local_kernel(Path({str(build_dir)!r}), backend='cpu')\n" + code
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -53,7 +55,7 @@ def test_local_build_loads_caches_and_rebuilds_incrementally(tmp_path):
     project = write_tiny_project(tmp_path / "tiny", git=True)
     build = project / "build"
 
-    first = _json(run_cli("build", str(project), "--local", "--json"))
+    first = _json(run_cli("build", str(project), *LOCAL_CPU, "--json"))
     assert _states(first) == {CPU_VARIANT: "built"}
     entry = first["variants"][0]
     assert entry["abi"] == {"ok": True, "violations": []}, "the build must meet abi3 and manylinux_2_28"
@@ -77,7 +79,7 @@ def test_local_build_loads_caches_and_rebuilds_incrementally(tmp_path):
     assert "RPATH" not in dyn.stdout and "RUNPATH" not in dyn.stdout
 
     # unchanged inputs: cached, nothing compiled
-    second = _json(run_cli("build", str(project), "--local", "--json"))
+    second = _json(run_cli("build", str(project), *LOCAL_CPU, "--json"))
     assert _states(second) == {CPU_VARIANT: "cached"}
 
     # One changed kernel source gives a new ops id (a hash of the inputs), so
@@ -85,7 +87,7 @@ def test_local_build_loads_caches_and_rebuilds_incrementally(tmp_path):
     # then the link; nothing else.
     scale = project / "scale_cpu" / "scale.cpp"
     scale.write_text(scale.read_text().replace("src[i] * factor", "factor * src[i]"))
-    third = _json(run_cli("build", str(project), "--local", "--json"))
+    third = _json(run_cli("build", str(project), *LOCAL_CPU, "--json"))
     assert _states(third) == {CPU_VARIANT: "built"}
     log = Path(third["variants"][0]["log"]).read_text()
     compiled = sorted(line.rsplit("/", 1)[-1] for line in log.splitlines()
@@ -98,7 +100,7 @@ def test_local_build_loads_caches_and_rebuilds_incrementally(tmp_path):
     # a failing compile: exit 1, first error shown, the previous variant untouched
     before = state.variant_fingerprint(variant)
     scale.write_text(scale.read_text() + "\nthis is not C++;\n")
-    failed = run_cli("build", str(project), "--local", "--json")
+    failed = run_cli("build", str(project), *LOCAL_CPU, "--json")
     assert failed.returncode == 1
     report = json.loads(failed.stdout)
     assert _states(report) == {CPU_VARIANT: "failed"}
@@ -108,14 +110,14 @@ def test_local_build_loads_caches_and_rebuilds_incrementally(tmp_path):
 
     # --only-failed after the fix rebuilds exactly that variant
     scale.write_text(scale.read_text().replace("\nthis is not C++;\n", ""))
-    fixed = _json(run_cli("build", str(project), "--local", "--only-failed", "--json"))
+    fixed = _json(run_cli("build", str(project), *LOCAL_CPU, "--only-failed", "--json"))
     assert _states(fixed) == {CPU_VARIANT: "built"}
 
     # Ctrl-C in the middle of a compile: exit 130, no partial variant, old one kept, no compilers left
     before = state.variant_fingerprint(variant)
     log_path = state.logs_dir(build) / f"{CPU_VARIANT}.log"
     log_path.unlink()  # wait for this build's own log, not the last one
-    proc = subprocess.Popen([sys.executable, "-m", "publisher", "build", str(project), "--local", "--force", "--debug"],
+    proc = subprocess.Popen([sys.executable, "-m", "publisher", "build", str(project), *LOCAL_CPU, "--force", "--debug"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and "ninja -C" not in (log_path.read_text() if log_path.exists() else ""):
@@ -132,7 +134,7 @@ def test_local_build_loads_caches_and_rebuilds_incrementally(tmp_path):
 
 def test_commit_that_changes_no_build_input_recompiles_nothing(tmp_path):
     project = write_tiny_project(tmp_path / "tiny", git=True)
-    first = _json(run_cli("build", str(project), "--local", "--json"))
+    first = _json(run_cli("build", str(project), *LOCAL_CPU, "--json"))
     assert _states(first) == {CPU_VARIANT: "built"}
     variant = project / "build" / CPU_VARIANT
     before = json.loads((variant / "metadata.json").read_text())
@@ -145,7 +147,7 @@ def test_commit_that_changes_no_build_input_recompiles_nothing(tmp_path):
     subprocess.run([*git, "commit", "-q", "-m", "tests and docs only"], check=True)
     commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
 
-    second = _json(run_cli("build", str(project), "--local", "--json"))
+    second = _json(run_cli("build", str(project), *LOCAL_CPU, "--json"))
     assert _states(second) == {CPU_VARIANT: "built"}  # repackaged: its provenance names the new commit
     log = Path(second["variants"][0]["log"]).read_text()
     assert "ninja: no work to do." in log, log
@@ -159,18 +161,19 @@ def test_commit_that_changes_no_build_input_recompiles_nothing(tmp_path):
 
 def test_builds_from_different_inputs_load_side_by_side(tmp_path):
     project = write_tiny_project(tmp_path / "tiny", git=True)
-    assert _states(_json(run_cli("build", str(project), "--local", "--json"))) == {CPU_VARIANT: "built"}
+    assert _states(_json(run_cli("build", str(project), *LOCAL_CPU, "--json"))) == {CPU_VARIANT: "built"}
     first = tmp_path / "first"
     shutil.copytree(project / "build" / CPU_VARIANT, first / CPU_VARIANT)
     scale = project / "scale_cpu" / "scale.cpp"
     scale.write_text(scale.read_text().replace("src[i] * factor", "src[i] * factor * 2.0f"))
-    assert _states(_json(run_cli("build", str(project), "--local", "--json"))) == {CPU_VARIANT: "built"}
+    assert _states(_json(run_cli("build", str(project), *LOCAL_CPU, "--json"))) == {CPU_VARIANT: "built"}
 
     ids = {json.loads((d / CPU_VARIANT / "metadata.json").read_text())["id"] for d in (first, project / "build")}
     assert len(ids) == 2
     script = (
         "import json, torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
-        f"a = get_local_kernel(Path({str(first)!r}))\nb = get_local_kernel(Path({str(project / 'build')!r}))\n"
+        f"a = get_local_kernel(Path({str(first)!r}), backend='cpu')\n"
+        f"b = get_local_kernel(Path({str(project / 'build')!r}), backend='cpu')\n"
         "x = torch.ones(2)\nprint(json.dumps([a.scale(x, 3.0).tolist(), b.scale(x, 3.0).tolist()]))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
@@ -205,7 +208,7 @@ def test_softcap_example_builds(tmp_path):
 def test_rmsnorm_example_builds_and_computes(tmp_path):
     project = Path(__file__).parents[1] / "kernel_projects" / "rmsnorm"
     build = tmp_path / "build"
-    report = _json(run_cli("build", str(project), "--local", "--json", "--out", str(build)))
+    report = _json(run_cli("build", str(project), *LOCAL_CPU, "--json", "--out", str(build)))
     assert _states(report) == {CPU_VARIANT: "built"}
     out = _load_in_subprocess(build, (
         "x = torch.randn(3, 37, dtype=torch.float32)\nw = torch.randn(37)\n"

@@ -219,19 +219,22 @@ def test_broken_matrix_is_a_usage_error(tmp_path):
 
 
 def test_local_build_outside_the_named_matrix_is_flagged(tmp_path, local_matrix):
-    """--local builds the running torch's variant; a matrix without that cell is said so (build warns)."""
+    """--local builds the running torch's variants (its flavour, and its cpu variant for a project
+    declaring cpu); a matrix without that cell is said so (build warns)."""
     from publisher.plan.planner import local_plan
 
-    from matrix_fixtures import local_variant_name
+    from matrix_fixtures import local_cpu_variant_name, local_variant_name
+
+    local_names = list(dict.fromkeys([local_variant_name(), local_cpu_variant_name()]))
 
     proj_dir = tmp_path / "p"
     proj_dir.mkdir()
     project(proj_dir)
     proj = require_project(proj_dir / "build.toml")
     inside = local_plan(proj, load_matrix(local_matrix))
-    assert [p.name for p in inside.variants] == [local_variant_name()] and inside.decisions[0].rule == "included"
+    assert [p.name for p in inside.variants] == local_names and inside.decisions[0].rule == "included"
     elsewhere = load_matrix_from_text(tmp_path, "schema: 1\ntorch:\n  - version: '1.0'\n    flavours:\n"
                                                 "      - {compute: cpu, platforms: [x86_64-linux]}\n")
     outside = local_plan(proj, elsewhere)
-    assert [p.name for p in outside.variants] == [local_variant_name()]
-    assert outside.decisions[0].rule == "not-in-matrix" and str(elsewhere.path) in outside.decisions[0].reason
+    assert [p.name for p in outside.variants] == local_names
+    assert all(d.rule == "not-in-matrix" and str(elsewhere.path) in d.reason for d in outside.decisions)

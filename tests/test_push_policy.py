@@ -10,7 +10,7 @@ import pytest
 from huggingface_hub import HfApi
 
 from cli_helper import run_cli
-from matrix_fixtures import local_variant_name, write_local_matrix
+from matrix_fixtures import local_cpu_variant_name, write_local_matrix
 from push_fixtures import repo_name
 
 # end-to-end: a built and tested project published to the Hub server and loaded back (seconds a test)
@@ -32,11 +32,12 @@ def _exists(hub, repo: str) -> bool:
     return HfApi(endpoint=hub.url, token=hub.write_token).repo_exists(repo, repo_type="kernel")
 
 
-def test_push_judges_coverage_against_the_matrix_it_is_given(hub_env, broken_project, fresh_copy, local_matrix):
-    # The running torch's compiled variant; no test record (--allow-untested), coverage is the point here.
+def test_push_judges_coverage_against_the_matrix_it_is_given(hub_env, broken_project, fresh_copy, tmp_path):
+    # The running torch's compiled cpu variant; no test record (--allow-untested), coverage is the point here.
+    local_matrix = write_local_matrix(tmp_path / "cpu-matrix.yaml", compute="cpu")
     project = fresh_copy(broken_project)
     (project / "build" / ".publisher" / "test-report.json").unlink(missing_ok=True)
-    local = local_variant_name()
+    local = local_cpu_variant_name()
     refused = run_cli("push", repo_name(), str(project), "--allow-untested", env=hub_env.env())
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "PP201" in refused.stderr and "--partial" in refused.stderr  # the default matrix requires other cells

@@ -141,7 +141,7 @@ def test_softcap_example_passes(tmp_path):
 def test_rmsnorm_cpu_variant_passes(tmp_path):
     out = tmp_path / "build"
     project = REPO / "kernel_projects" / "rmsnorm"
-    built = run_cli("build", str(project), "--local", "--out", str(out), "--json")
+    built = run_cli("build", str(project), "--local", "--variant", CPU_VARIANT_GLOB, "--out", str(out), "--json")
     assert built.returncode == 0, built.stdout + built.stderr
     result = run_cli("test", str(project), "--build-dir", str(out), "--json")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -11,7 +11,11 @@ import subprocess
 
 import pytest
 
+from publisher.host import host_platform
+from publisher.plan.variants import Variant
+from publisher.testing.environment import can_load
 from publisher.testing.test_depends import declared_test_depends
+from publisher.toolchains.probe import probe
 from publisher.toolchains.provision import recorded_toolchains, uv_path
 
 from cli_helper import run_cli
@@ -86,6 +90,10 @@ def test_toolchain_test_environment_gets_the_dependencies(tmp_path):
     toolchain = _cuda_toolchain()
     if toolchain is None:
         pytest.skip("needs a CUDA toolchain environment made earlier by publisher (none recorded on this machine)")
+    if can_load(Variant("torch-noarch", None, "cuda", None), probe(), host_platform()):
+        # The running interpreter then tests torch-cuda itself (publisher never changes it: the test above);
+        # the only variant left for a toolchain environment would be a compiled CUDA one (minutes of nvcc).
+        pytest.skip("the running torch is a CUDA build: it tests torch-cuda itself, no toolchain environment does")
     python = str(toolchain.python)
     has = lambda: subprocess.run([python, "-c", "import tabulate"], capture_output=True).returncode == 0  # noqa: E731
     if has():  # left by an earlier run: start from an environment without it

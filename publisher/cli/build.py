@@ -20,7 +20,8 @@ from publisher.ui import PlainLines, make_progress, render_summary
 
 @click.command("build")
 @click.argument("path", type=click.Path(path_type=Path), default=Path("."))
-@click.option("--local", "local", is_flag=True, help="Build only the variant of the running Python's torch.")
+@click.option("--local", "local", is_flag=True, help=("Build only the variants of the running Python's torch: its own flavour, and the cpu "
+                    "variant of the same torch when the project declares cpu."))
 @click.option("--variant", "include", multiple=True, metavar="GLOB", help="Build only variants matching GLOB.")
 @click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB.")
 @click.option("--backend", "backend_name", type=click.Choice(list(BACKENDS)), default="local", show_default=True)

@@ -40,7 +40,8 @@ def _step(title: str) -> None:
 @click.command("release")
 @click.argument("path", type=click.Path(path_type=Path, exists=True, file_okay=False), default=".")
 @click.option("--repo", "repo", required=True, metavar="ORG/NAME", help="Hub kernel repo to publish to.")
-@click.option("--local", is_flag=True, help="Build only the variant of the running Python's torch.")
+@click.option("--local", is_flag=True, help=("Build only the variants of the running Python's torch: its own flavour, and the cpu "
+                    "variant of the same torch when the project declares cpu."))
 @click.option("--variant", "include", multiple=True, metavar="GLOB", help="Only variants matching GLOB (repeatable).")
 @click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB (repeatable).")
 @click.option("--allow-untested", is_flag=True,

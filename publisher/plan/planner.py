@@ -236,23 +236,35 @@ def local_cell() -> Cell:
 
 
 def local_plan(project: Project, matrix: Matrix) -> BuildPlan:
-    """Only the variant for the running interpreter's torch (`--local`)."""
+    """The variants of the running interpreter's torch (`--local`): its own
+    flavour and, when the project declares the cpu backend and this torch is
+    not a CPU build, the cpu variant of the same torch version and C++ ABI
+    (every torch flavour carries the same CPU headers and libraries)."""
     if project.config.is_noarch:
         return _noarch_plan(project, matrix, python=sys.executable)
-    cell = local_cell()
-    decision, planned = _decide(project, matrix, cell)
-    if planned is None:
+    own = local_cell()
+    cells = [own]
+    if own.compute != "cpu" and "cpu" in project.config.general.backends:
+        cells.append(replace(own, compute="cpu"))
+    decisions: list[CellDecision] = []
+    variants: list[PlannedVariant] = []
+    for cell in cells:
+        decision, planned = _decide(project, matrix, cell)
+        if planned is not None:
+            planned = PlannedVariant(planned.variant, _spec(cell, sys.executable), planned.required, planned.kernel_archs)
+            if not any((c.torch, c.compute, c.platform) == (cell.torch, cell.compute, cell.platform) for c in matrix.cells):
+                # Built all the same (--local means this torch), but a release from this matrix will not hold it
+                decision = replace(decision, rule="not-in-matrix", reason=(
+                    f"the local torch {cell.torch_requirement.split('==')[-1]} ({cell.compute}, {cell.platform}) is not a "
+                    f"cell of {matrix.path}: {planned.name} is built for this machine only"))
+            variants.append(planned)
+        decisions.append(decision)
+    if not variants:
         raise ProjectError(
-            f"this project has no variant for the local torch {cell.torch} ({cell.compute}, {cell.platform}): {decision.reason}",
+            f"this project has no variant for the local torch {own.torch} ({own.compute}, {own.platform}): {decisions[0].reason}",
             "build the matrix instead (drop --local), or install a torch the project supports",
         )
-    planned = PlannedVariant(planned.variant, _spec(cell, sys.executable), planned.required, planned.kernel_archs)
-    if not any((c.torch, c.compute, c.platform) == (cell.torch, cell.compute, cell.platform) for c in matrix.cells):
-        # Built all the same (--local means this torch), but a release from this matrix will not hold it
-        decision = replace(decision, rule="not-in-matrix", reason=(
-            f"the local torch {cell.torch_requirement.split('==')[-1]} ({cell.compute}, {cell.platform}) is not a cell of "
-            f"{matrix.path}: {planned.name} is built for this machine only"))
-    return BuildPlan(project.name, (planned,), (decision,))
+    return BuildPlan(project.name, tuple(variants), tuple(decisions))
 
 
 def select(plan: BuildPlan, include: list[str] | tuple[str, ...] = (), skip: list[str] | tuple[str, ...] = ()) -> tuple[PlannedVariant, ...]:
