@@ -19,6 +19,7 @@ import pytest
 
 from publisher.backends.docker import LABEL, DockerBackend, work_volume
 from publisher.backends.docker_settings import CA_IN_CONTAINER, host_index_settings
+from publisher.plan.variants import Variant
 
 from build_fixtures import write_tiny_project
 from cli_helper import CliResult, run_cli
@@ -51,6 +52,12 @@ needs_engine = pytest.mark.skipif(_engine_problem() is not None, reason=str(_eng
 
 def _publisher(*args: str) -> CliResult:
     return run_cli(*args, env=dict(os.environ, PUBLISHER_DOCKER_BASE_IMAGE=BASE_IMAGE))
+
+
+def _cuda_here() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _our_containers(project: Path) -> list[str]:
@@ -87,16 +94,22 @@ def test_rmsnorm_cpu_builds_in_a_container_loads_and_a_second_build_reuses_the_c
     assert all(p.stat().st_uid == os.getuid() for p in variant.iterdir())
     assert _our_containers(RMSNORM) == []
 
-    # The real client loads it, and the op computes RMSNorm (fp64 reference).
+    # The real client loads it, and the op computes RMSNorm (fp64 reference) on the variant's
+    # device; a CUDA variant on a machine without a GPU (a CUDA torch here) can only be loaded.
+    device = "cpu" if Variant.parse(LOCAL_VARIANT).compute == "cpu" else "cuda"
     check = (
         "import torch; from pathlib import Path; from kernels import get_local_kernel\n"
         f"k = get_local_kernel(Path({str(tmp_path / 'first')!r}))\n"
-        "x = torch.randn(7, 37, dtype=torch.float32); w = torch.randn(37, dtype=torch.float32)\n"
+        f"device = {device!r}\n"
+        "if device == 'cuda' and not torch.cuda.is_available():\n"
+        "    print('loaded' if callable(k.rms_norm) else 'no op'); raise SystemExit\n"
+        "x = torch.randn(7, 37, device=device); w = torch.randn(37, device=device)\n"
         "ref = (x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()).float()\n"
         "torch.testing.assert_close(k.rms_norm(x, w, 1e-6), ref, rtol=1e-5, atol=1e-5)\nprint('ok')\n"
     )
     loaded = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
-    assert loaded.stdout.strip() == "ok", loaded.stderr
+    expected = "loaded" if device == "cuda" and not _cuda_here() else "ok"
+    assert loaded.stdout.strip() == expected, loaded.stderr
 
     # A second build into a fresh folder (a CI job with a clean checkout):
     # nothing is downloaded or compiled again, the volumes have it all.
@@ -117,13 +130,15 @@ def test_rmsnorm_cpu_builds_in_a_container_loads_and_a_second_build_reuses_the_c
 @needs_engine
 def test_a_failing_build_reports_the_compiler_error_and_leaves_no_container(tmp_path):
     project = write_tiny_project(tmp_path / "tiny-broken")
-    scale = project / "scale_cpu" / "scale.cpp"
+    # break a C++ file the running torch's variant compiles (the CPU kernel, or the CUDA launcher)
+    cpu = Variant.parse(LOCAL_VARIANT).compute == "cpu"
+    scale = project / ("scale_cpu/scale.cpp" if cpu else "scale_cuda/launch.cpp")
     scale.write_text(scale.read_text() + "\nthis is not C++;\n")
     try:
         result = _publisher("build", str(project), "--backend", "docker", "--matrix", str(LOCAL_MATRIX), "--variant", LOCAL_VARIANT, "--json")
         entry = _states(result)[LOCAL_VARIANT]
         assert result.returncode == 1
-        assert entry["state"] == "failed" and "scale.cpp" in entry["error"] and "error" in entry["error"]
+        assert entry["state"] == "failed" and scale.name in entry["error"] and "error" in entry["error"]
         assert "this is not C++" in Path(entry["log"]).read_text()  # the compiler output, from inside
         assert not (project / "build" / LOCAL_VARIANT).exists()
         assert _our_containers(project) == []
