@@ -173,7 +173,7 @@ def test_release_workflow_publishes_a_release_kernels_loads(hub, tmp_path):
 
     loaded = load_kernel(hub.env(), f"""
         import torch, kernels
-        k = kernels.get_kernel("{repo_id}", version=1)
+        k = kernels.get_kernel("{repo_id}", version=1, backend="cpu")  # torch-cpu, whatever torch runs this
         print("RESULT", k.double(torch.arange(3.0)).tolist())
     """)
     assert "RESULT [0.0, 2.0, 4.0]" in loaded.stdout, loaded.stderr
