@@ -12,7 +12,6 @@ of --repeat), which a loaded machine disturbs far less than wall time.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
 import subprocess
@@ -21,20 +20,9 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from publisher.hub_server.server import HubServer, ServerConfig
+from push_common import push_argv, start_server, tool_env, upload_argv
 
-TOKEN = "hf_" + "C" * 34
 HUB_IMPORTS = "import huggingface_hub.hf_api, huggingface_hub._commit_api"
-UPLOAD = """
-import sys
-from huggingface_hub import HfApi
-api = HfApi()
-repo, folder = sys.argv[1], sys.argv[2]
-api.create_repo(repo, repo_type="kernel", exist_ok=True)
-api.create_branch(repo, branch="v1", repo_type="kernel", exist_ok=True)
-api.upload_folder(repo_id=repo, folder_path=folder, path_in_repo="build", repo_type="kernel", revision="v1",
-                  ignore_patterns=[".publisher/*", ".publisher/**"])
-"""
 
 
 def _cpu(argv: list[str], repeat: int, env: dict | None = None, cwd: str | None = None) -> float:
@@ -62,14 +50,12 @@ def main() -> None:
           f"publisher push's own modules (click, yaml, project, plan, push) +{publisher - hub:.3f} s")
 
     with tempfile.TemporaryDirectory() as data:
-        server = HubServer(Path(data), ServerConfig(tokens={TOKEN: "write"})).start()
-        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
-        env.update(HF_ENDPOINT=server.url, HF_HUB_DISABLE_XET="1", HF_TOKEN=TOKEN, HF_HOME=str(Path(data) / "home"))
+        server = start_server(Path(data))
+        env = tool_env(server, Path(data))
         print(f"{'tool':<16} {'run':<10} {'CPU s':>6} {'requests':>8}  per endpoint")
         for tool in ("publisher push", "upload_folder"):
             repo = f"bench{uuid.uuid4().hex[:6]}/{project.name}"
-            argv = ([py, "-c", UPLOAD, repo, str(project / "build")] if tool == "upload_folder" else
-                    [py, "-m", "publisher", "push", repo, str(project), "--allow-untested", "--no-card"])
+            argv = upload_argv(repo, project) if tool == "upload_folder" else push_argv(repo, project)
             for run in ("first", "re-push"):
                 server.state.reset_stats()
                 cpu = _cpu(argv, 1, env, data)

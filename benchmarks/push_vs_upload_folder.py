@@ -14,29 +14,14 @@ the same run, for before/after figures.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from publisher.hub_server.server import HubServer, ServerConfig
-
-TOKEN = "hf_" + "B" * 34
-
-UPLOAD = """
-import sys
-from huggingface_hub import HfApi
-api = HfApi()
-repo, folder = sys.argv[1], sys.argv[2]
-api.create_repo(repo, repo_type="kernel", exist_ok=True)
-api.create_branch(repo, branch="v1", repo_type="kernel", exist_ok=True)
-api.upload_folder(repo_id=repo, folder_path=folder, path_in_repo="build", repo_type="kernel", revision="v1",
-                  ignore_patterns=[".publisher/*", ".publisher/**"])
-"""
+from push_common import push_argv, start_server, tool_env, upload_argv
 
 
 def _timed(argv: list[str], env: dict, cwd: str) -> float:
@@ -53,38 +38,39 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("project", nargs="?", default="kernel_projects/rmsnorm")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--latency-ms", type=float, nargs="+", default=[0.0],
+                        help="added by the server to every answer (a Hub across a network); one table each")
     parser.add_argument("--baseline", type=Path, help="a folder holding another publisher/ package to compare")
     args = parser.parse_args()
     project = Path(args.project).resolve()
     if args.baseline and not (args.baseline / "publisher" / "resources" / "matrix.yaml").is_file():
-        raise SystemExit(f"{args.baseline}: no publisher/resources/matrix.yaml (it is a link to ../../matrix.yaml: "
-                         "copy matrix.yaml next to publisher/)")
+        raise SystemExit(f"{args.baseline}: no publisher/resources/matrix.yaml (give a folder holding a whole "
+                         "publisher/ package, e.g. `git archive main publisher | tar -x -C SRC`)")
     build = project / "build"
     files = [p for p in build.rglob("*") if p.is_file() and ".publisher" not in p.parts and "__pycache__" not in p.parts]
     size = sum(p.stat().st_size for p in files)
+    print(f"{project.name}: {len(files)} files, {size / 1024:.1f} KiB in build/; server on 127.0.0.1; "
+          f"median of {args.repeat}")
+    for latency in args.latency_ms:
+        table(project, latency, args.repeat, args.baseline)
 
+
+def table(project: Path, latency: float, repeat: int, baseline: Path | None) -> None:
     with tempfile.TemporaryDirectory() as data:
-        server = HubServer(Path(data), ServerConfig(tokens={TOKEN: "write"})).start()
-        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
-        env.update(HF_ENDPOINT=server.url, HF_HUB_DISABLE_XET="1", HF_TOKEN=TOKEN, HF_HOME=str(Path(data) / "home"))
-        tools = ["publisher push", "upload_folder"] + (["baseline push"] if args.baseline else [])
+        server = start_server(Path(data), latency)
+        env = tool_env(server, Path(data))
+        tools = ["publisher push", "upload_folder"] + (["baseline push"] if baseline else [])
         rows: dict[str, tuple[list, ...]] = {tool: ([], [], [], [], []) for tool in tools}
-        for _ in range(args.repeat):
+        for _ in range(repeat):
             for tool in rows:
                 repo = f"bench{uuid.uuid4().hex[:6]}/{project.name}"
-                tool_env = env
-                if tool == "upload_folder":
-                    argv = [sys.executable, "-c", UPLOAD, repo, str(build)]
-                else:
-                    argv = [sys.executable, "-m", "publisher", "push", repo, str(project), "--allow-untested",
-                            "--no-card"]
-                    if tool == "baseline push":
-                        tool_env = {**env, "PYTHONPATH": str(args.baseline.resolve())}
+                argv = upload_argv(repo, project) if tool == "upload_folder" else push_argv(repo, project)
+                env_of_tool = {**env, "PYTHONPATH": str(baseline.resolve())} if tool == "baseline push" else env
                 server.state.reset_stats()
-                first = _timed(argv, tool_env, data)
+                first = _timed(argv, env_of_tool, data)
                 first_calls = sum(server.state.stats()["requests"].values())
                 server.state.reset_stats()
-                again = _timed(argv, tool_env, data)
+                again = _timed(argv, env_of_tool, data)
                 rows[tool][0].append(first)
                 rows[tool][1].append(again)
                 rows[tool][2].append(server.state.stats()["bytes_in_total"])
@@ -92,8 +78,7 @@ def main() -> None:
                 rows[tool][4].append(sum(server.state.stats()["requests"].values()))
         server.close()
 
-    print(f"{project.name}: {len(files)} files, {size / 1024:.1f} KiB in build/; server on 127.0.0.1; "
-          f"median of {args.repeat}")
+    print(f"\nlatency added per request: {latency:g} ms")
     base_first, base_again = (statistics.median(v) for v in rows["upload_folder"][:2])
     print(f"{'tool':<16} {'first push (s)':>15} {'ratio':>6} {'requests':>8} {'unchanged re-push (s)':>22} "
           f"{'ratio':>6} {'requests':>8} {'re-push bytes sent':>19}")

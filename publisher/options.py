@@ -10,10 +10,31 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
-from publisher.builder.backend import BackendSettings
 from publisher.errors import UsageError
 from publisher.push.signature import SignerWorkflow
-from publisher.testing.run_variant import TestOptions
+
+
+@dataclass(frozen=True)
+class TestOptions:
+    __test__ = False  # not a pytest test class
+
+    repo_id: str | None = None  # --repo-id, else [general.hub] repo-id, else found in tests/
+    timeout: float = 1800.0  # the whole variant (subprocess), seconds
+    test_timeout: float = 300.0  # one test (pytest-timeout, when installed), seconds
+    require_gpu: bool = True  # False (--allow-load-only): "loaded, not run" does not fail the run
+    all_tests: bool = False  # run all of tests/, not only the kernels_ci-marked tests
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """The options only one backend reads; each backend's `from_settings` takes what it needs."""
+
+    base_image: str | None = None  # docker: image the builder is made from
+    ca_bundle: Path | None = None  # docker: CA bundle for downloads inside the build
+    index_url: str | None = None  # docker: package index for toolchains
+    extra_index_urls: tuple[str, ...] = ()  # docker
+    matrix_file: Path | None = None  # docker: the matrix naming the toolchains
+    nix_bundle: bool = False  # nix: build the flake's `bundle` once
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from publisher.options import (
     ReleaseOptions,
     Selection,
     TestCommandOptions,
+    TestOptions,
 )
-from publisher.testing.run_variant import TestOptions
 
 from cli_helper import run_cli
 

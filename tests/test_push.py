@@ -80,6 +80,7 @@ def test_unchanged_repush_makes_no_commit_and_sends_no_bytes(hub_env, scale_proj
     stats = hub_env.state.stats()
     assert stats["bytes_in_total"] == 0, stats
     assert not {"commit", "preupload", "lfs-batch", "lfs-put", "create-repo"} & set(stats["requests"])
+    assert stats["requests"]["refs"] == 1  # the branches listed while the gate ran are the ones the plan used
     assert len(_api(hub_env).list_repo_commits(repo, repo_type="kernel", revision="v1")) == commits
 
 

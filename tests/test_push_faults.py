@@ -50,6 +50,7 @@ def _env(hub):
     ("tree", "status", 503, 0),
     ("branch", "status", 500, 0),   # creating the staging branch
     ("branch", "status", 500, 1),   # creating v1 at the staged commit
+    ("branch-delete", "status", 500, 0),  # removing the staging branch (a leftover is harmless)
     ("preupload", "status", 503, 0),  # retried by huggingface_hub itself
     ("lfs-batch", "status", 500, 0),
     ("lfs-put", "drop", 0, 0),        # connection cut in the middle of the upload
@@ -115,3 +116,18 @@ def test_push_killed_mid_commit_then_rerun_completes(hub_env, scale_project):
         print("RESULT", kernels.get_kernel("{repo}", version=1).scale(torch.ones(2), 3.0).tolist())
     """)
     assert "RESULT [3.0, 3.0]" in loaded.stdout, loaded.stderr
+
+
+def test_a_refused_push_never_waits_for_the_hub(hub_env, scale_project):
+    """The repo's branches are asked for while the gate reads the build; a push
+    the gate refuses answers at once, whatever the Hub is doing."""
+    repo = repo_name()
+    hub_env.fault("refs", action="delay", seconds=120.0)
+    try:
+        # torch-cuda has no test record: refused without --allow-untested
+        refused = run_cli("push", repo, str(scale_project), env=_env(hub_env), process=True, timeout=60)
+    finally:
+        hub_env.state.faults.clear()
+    assert refused.returncode == 1, refused.stderr
+    assert "push refused" in refused.stderr and "PP104" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr and "refs" not in refused.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol
 
 from publisher.builder.jobserver import JobServer
+from publisher.options import BackendSettings
 from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
 
@@ -27,18 +28,6 @@ class BuildOptions:
     strict: bool = False  # ABI violations are errors
     force: bool = False  # ignore the cache
     extra_env: tuple[tuple[str, str], ...] = ()  # e.g. index / CA settings passed through
-
-
-@dataclass(frozen=True)
-class BackendSettings:
-    """The options only one backend reads; each backend's `from_settings` takes what it needs."""
-
-    base_image: str | None = None  # docker: image the builder is made from
-    ca_bundle: Path | None = None  # docker: CA bundle for downloads inside the build
-    index_url: str | None = None  # docker: package index for toolchains
-    extra_index_urls: tuple[str, ...] = ()  # docker
-    matrix_file: Path | None = None  # docker: the matrix naming the toolchains
-    nix_bundle: bool = False  # nix: build the flake's `bundle` once
 
 
 @dataclass(frozen=True)

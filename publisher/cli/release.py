@@ -18,14 +18,13 @@ from publisher.cli.common import matrix_option
 from publisher.cli.test import echo_run, test_options
 from publisher.errors import ProjectError
 from publisher.findings import render_line
-from publisher.options import CheckOptions, ReleaseOptions, Selection
+from publisher.options import CheckOptions, ReleaseOptions, Selection, TestOptions
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.plan.planner import local_plan, make_plan, select
 from publisher.project.load import require_project
 from publisher.project.stage import run_check
 from publisher.push import coverage, gate
 from publisher.push.stage import refusal, run_push
-from publisher.testing.run_variant import TestOptions
 from publisher.testing.stage import run_tests
 
 # Statuses that stop a release unless --allow-untested: nothing ran the

@@ -10,9 +10,8 @@ import click
 
 from publisher.cli.common import echo_json
 from publisher.errors import EXIT_FAILED, EXIT_OK
-from publisher.options import Selection, TestCommandOptions
+from publisher.options import Selection, TestCommandOptions, TestOptions
 from publisher.testing.report import render_table
-from publisher.testing.run_variant import TestOptions
 from publisher.testing.stage import TestRun, run_project_tests
 
 

@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 
 ENDPOINTS = (
-    "create-repo", "info", "refs", "branch", "tag", "preupload", "lfs-batch", "lfs-put",
+    "create-repo", "info", "refs", "branch", "branch-delete", "tag", "preupload", "lfs-batch", "lfs-put",
     "commit", "tree", "paths-info", "commits", "resolve", "validate-yaml", "overview", "whoami",
 )
 # drop-after: do the work, then close without answering; delay: wait `seconds`, then answer normally

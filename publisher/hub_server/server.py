@@ -44,6 +44,7 @@ class ServerConfig:
     trusted_orgs: frozenset[str] | None = None
     user: str = "publisher-dev"
     orgs: Mapping[str, str] = field(default_factory=dict)
+    latency: float = 0.0  # seconds added to every answer: a Hub across a network, for benchmarks
 
 
 @dataclass
@@ -139,6 +140,8 @@ class Handler(BaseHTTPRequestHandler):
         self.base = f"http://{self.headers.get('Host', '127.0.0.1')}"
         kind, action = "unknown", None
         try:
+            if self.state.config.latency:  # every answer, a 404 included
+                time.sleep(self.state.config.latency)
             kind, action = self._route(method, [s for s in split.path.split("/") if s])
             self.state.arrive(kind)
             rule = self.state.faults.take(kind)
@@ -323,7 +326,7 @@ class Handler(BaseHTTPRequestHandler):
             return "refs", lambda: self._refs(repo_type, repo_id)
         if op == "branch" and arg:
             need("POST DELETE")
-            return "branch", lambda: self._branch(method, repo_type, repo_id, arg)
+            return "branch" if method == "POST" else "branch-delete", lambda: self._branch(method, repo_type, repo_id, arg)
         if op == "tag" and arg:
             need("POST DELETE")
             return "tag", lambda: self._tag(method, repo_type, repo_id, arg)

@@ -29,6 +29,16 @@ class Resolution:
     reason: str  # why none was (the resolver's first rejection), or "" when one was
 
 
+def warm() -> None:
+    """Import what resolve() needs (a push does it while it waits for the Hub);
+    without `kernels` installed, resolve() says so later."""
+    try:
+        import kernels.backends  # noqa: F401
+        import kernels.variants  # noqa: F401
+    except ImportError:
+        pass
+
+
 def resolve(variant_names: Iterable[str], system: System) -> Resolution:
     # Imported here: `kernels` pulls in huggingface_hub (~1 s), needed only when asked
     from kernels.backends import parse_backend

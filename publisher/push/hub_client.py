@@ -9,6 +9,7 @@ caller checks whether the commit landed (see push/commit.py).
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -132,6 +133,12 @@ class HubClient:
         self.on_retry = on_retry or (lambda message: None)
         self.api = HfApi(endpoint=self.endpoint, token=self.token or False,
                          library_name="publisher", library_version=__version__)
+
+    def single_attempt(self) -> HubClient:
+        """This client asking once (a look-ahead whose failure the caller repeats with retries)."""
+        once = copy.copy(self)
+        once.retry = RetryPolicy(attempts=1, base_seconds=self.retry.base_seconds, max_seconds=self.retry.max_seconds)
+        return once
 
     # -- error handling ----------------------------------------------------
     def _call(self, what: str, fn: Callable[[], T], retry: bool = True) -> T:
@@ -260,13 +267,25 @@ class HubClient:
         return self._call(f"look up {owner} on the Hub", overview)
 
     # -- writes --------------------------------------------------------------
-    def commit(self, repo_id: str, branch: str, uploads: Iterable[Upload], message: str, parent_commit: str,
-               create_pr: bool = False, description: str = "") -> CommitResult:
-        """One create_commit, not retried here: the caller reconciles after a failure."""
+    def upload(self, repo_id: str, uploads: Iterable[Upload], revision: str) -> list[CommitOperationAdd | CommitOperationDelete]:
+        """Send the LFS files of `uploads` ahead of their commit (LFS objects belong
+        to the repo, not to a branch); `revision` answers which files are LFS and
+        which are unchanged. Pass the result to commit(..., operations=...)."""
         operations = [u.operation() for u in uploads]
+        additions = [op for op in operations if isinstance(op, CommitOperationAdd)]
+        self._call(f"upload to {repo_id}", lambda: self.api.preupload_lfs_files(
+            repo_id, additions, repo_type=REPO_TYPE, revision=revision, free_memory=False))
+        return operations
+
+    def commit(self, repo_id: str, branch: str, uploads: Iterable[Upload], message: str, parent_commit: str,
+               create_pr: bool = False, description: str = "",
+               operations: list[CommitOperationAdd | CommitOperationDelete] | None = None) -> CommitResult:
+        """One create_commit, not retried here: the caller reconciles after a failure.
+        `operations`: from upload() (their LFS files are not sent again), else made from `uploads`."""
+        operations = operations if operations is not None else [u.operation() for u in uploads]
         info = self._call(f"commit to {repo_id}@{branch}", lambda: self.api.create_commit(
             repo_id, operations, commit_message=message, commit_description=description, repo_type=REPO_TYPE,
-            revision=branch, parent_commit=parent_commit, create_pr=create_pr), retry=False)
+            revision=branch, parent_commit=parent_commit or None, create_pr=create_pr), retry=False)
         return CommitResult(info.oid, str(info.commit_url), info.pr_url)
 
 

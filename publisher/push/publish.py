@@ -5,7 +5,8 @@ release:
   plan was made against; a concurrent push makes it fail (412), not overwrite.
 - new version branch: the commit is made on a staging branch (a name `kernels`
   ignores) started at main's head, and only then is `v<N>` created at that
-  commit; the version branch appears complete or not at all.
+  commit; the version branch appears complete or not at all. The staging branch
+  is made while the LFS files upload (they belong to the repo, not to a branch).
 
 A commit whose answer was lost (dropped connection, 5xx after it landed) is
 recognised by reading the branch back: if it holds exactly this push's files
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 import secrets
 import time
-from concurrent.futures import Executor
-from dataclasses import dataclass
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -49,16 +51,6 @@ def read_branch(client: HubClient, repo_id: str, branch: str, branches: dict[str
     return (client.tree(repo_id, base) if base and not new_repo else {}), False, base
 
 
-def open_repo(client: HubClient, repo_id: str, private: bool, branches: dict[str, str] | None,
-              create: bool) -> tuple[dict[str, str], bool]:
-    """(branches, created now) from `branches` as listed (client.branches_if_exists,
-    None: no such repo), creating the repo when it is missing and `create`."""
-    if branches is not None or not create:
-        return branches or {}, False
-    client.ensure_repo(repo_id, private)
-    return client.branches(repo_id), True
-
-
 def plan_push(client: HubClient, repo_id: str, branch: str, variants: dict[str, Path], project_root: Path,
               branches: dict[str, str], new_repo: bool = False,
               sha256: dict[str, dict[str, str] | None] | None = None) -> PushPlan:
@@ -74,13 +66,15 @@ def plan_without_hub(repo_id: str, branch: str, variants: dict[str, Path], proje
 
 
 def _commit_reconciled(client: HubClient, plan: PushPlan, target: str, message: str, description: str,
-                       create_pr: bool) -> CommitOutcome:
+                       create_pr: bool, operations: list | None = None) -> CommitOutcome:
+    """`operations`: the first attempt's, from HubClient.upload (a retry makes its own)."""
     expected, deleted = plan.expected(), plan.deleted()
     attempts = client.retry.attempts
     for attempt in range(1, attempts + 1):
         try:
             result = client.commit(plan.repo_id, target, plan.uploads(), message, plan.parent_commit or "",
-                                   create_pr=create_pr, description=description)
+                                   create_pr=create_pr, description=description,
+                                   operations=operations if attempt == 1 else None)
             return CommitOutcome(result.oid, result.pr_url)
         except (TransientError, ConflictError) as err:
             if create_pr:
@@ -131,27 +125,45 @@ def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool,
     if create_pr:
         raise UsageError(f"--create-pr needs branch {plan.branch} to exist on {plan.repo_id}",
                          "push once without --create-pr to create the version branch")
-    if plan.parent_commit is None:
-        raise UsageError(f"{plan.repo_id} has no main branch to start {plan.branch} from")
     _remove_stale_staging(client, plan)
     staging = f"{STAGING_PREFIX}{plan.branch}-{int(time.time())}-{secrets.token_hex(3)}"
-    client.create_branch(plan.repo_id, staging, plan.parent_commit)
+    cleanup = partial(_try, lambda: client.delete_branch(plan.repo_id, staging))
+    removing = None
     try:
-        outcome = _commit_reconciled(client, plan, staging, message, description, False)
+        # the staging branch is made while the files upload: two round trips (three in a repo this
+        # push created, whose main head is read first) that no longer wait for each other
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publisher-staging") as side:
+            started = side.submit(_start_staging, client, plan, staging)
+            # asked of main, the ref a publisher writes anyway (the card): the staging branch does not exist yet
+            operations = client.upload(plan.repo_id, plan.uploads(), "main")
+            plan = replace(plan, parent_commit=started.result())
+        outcome = _commit_reconciled(client, plan, staging, message, description, False, operations)
         assert outcome.commit is not None
         _verify(client, plan, outcome.commit)  # before the version branch exists: a bad commit never shows
+        # the verified commit is named by its id from here on: the staging branch goes while the
+        # version branch is created (a git commit outlives the ref it was made on)
+        removing = (background or ThreadPoolExecutor(max_workers=1)).submit(cleanup)
         if not client.create_branch(plan.repo_id, plan.branch, outcome.commit):
             if client.branches(plan.repo_id).get(plan.branch) != outcome.commit:
                 raise ConflictError(f"branch {plan.branch} of {plan.repo_id} was created by another push while "
                                     "this one was running; nothing from this push is on it",
                                     "run the push again: it compares with what is there now")
     finally:
-        cleanup = partial(_try, lambda: client.delete_branch(plan.repo_id, staging))
-        if background:
-            background.submit(cleanup)
-        else:
+        if removing is None:
             cleanup()
+        elif background is None:
+            removing.result()
     return outcome
+
+
+def _start_staging(client: HubClient, plan: PushPlan, staging: str) -> str:
+    """Create the staging branch at the plan's parent (main's head, read now for a
+    repo this push created) and return that commit."""
+    parent = plan.parent_commit or client.branches(plan.repo_id).get("main")
+    if parent is None:
+        raise UsageError(f"{plan.repo_id} has no main branch to start {plan.branch} from")
+    client.create_branch(plan.repo_id, staging, parent)
+    return parent
 
 
 def _remove_stale_staging(client: HubClient, plan: PushPlan) -> None:
@@ -171,13 +183,19 @@ def _try(action) -> None:
         pass
 
 
-def publish_card(client: HubClient, repo_id: str, readme: Path, media: dict[str, Path], create_pr: bool) -> CommitOutcome:
+def publish_card(client: HubClient, repo_id: str, readme: Path, media: dict[str, Path], create_pr: bool,
+                 main: Callable[[], tuple[str, dict[str, RemoteFile]]] | None = None) -> CommitOutcome:
     """README.md (and the plots it shows) on main; the card is ours, so a moved
-    main is simply re-read and the card committed on top."""
+    main is simply re-read and the card committed on top. `main`: main's head
+    and files as the push already read them (a moved main makes that commit
+    fail, and main is then read again)."""
     files = [LocalFile.read("README.md", readme)] + [LocalFile.read(p, src) for p, src in sorted(media.items())]
     for attempt in range(1, client.retry.attempts + 1):
-        head = client.branches(repo_id)["main"]
-        remote = client.tree(repo_id, head)
+        if attempt == 1 and main is not None:
+            head, remote = main()
+        else:
+            head = client.branches(repo_id)["main"]
+            remote = client.tree(repo_id, head)
         changed = [f for f in files if not f.matches(remote.get(f.repo_path))]
         if not changed:
             return CommitOutcome(None)

@@ -6,8 +6,11 @@ renders what this returns and reports through PushEvents."""
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -25,7 +28,7 @@ from publisher.errors import (
 from publisher.findings import Finding, render_line
 from publisher.hub_names import repo_id_problem
 from publisher.options import PushOptions
-from publisher.plan import selection
+from publisher.plan import resolver, selection
 from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.project.model import Project
@@ -33,7 +36,7 @@ from publisher.push import card as card_mod
 from publisher.push import coverage, gate, verify
 from publisher.push.changes import PushPlan
 from publisher.push.hub_client import HubClient, RetryPolicy
-from publisher.push.publish import CommitOutcome, open_repo, plan_push, plan_without_hub, publish, publish_card
+from publisher.push.publish import CommitOutcome, plan_push, plan_without_hub, publish, publish_card
 
 
 class PushEvents(Protocol):
@@ -67,6 +70,20 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     build_dir = Path(options.path) / "build"
     dry_run = options.dry_run
     matrix = load_matrix(find_matrix(project.root, options.matrix_file))  # a bad --matrix stops before the Hub is asked
+
+    retry = RetryPolicy.from_env()
+    # a dry run asks once: when the Hub cannot answer it plans from the build alone
+    client, client_problem = None, None
+    try:
+        client = HubClient(options.endpoint, retry=replace(retry, attempts=1) if dry_run else retry,
+                           on_retry=lambda message: events.note(f"retry: {message}"))
+    except PublisherError as err:
+        client_problem = err  # raised where the Hub is first needed: a refused build is reported first
+    # the repo's branches are asked for while the gate reads every byte of the build; a failed look-ahead is
+    # simply asked again below (with retries), and a refused push never waits for it
+    early = _in_background(lambda: client.single_attempt().branches_if_exists(repo_id)) if client else None
+    _in_background(resolver.warm)  # `kernels`, for the resolution table, is imported while the Hub answers
+
     # one variant per thread: hashing releases the GIL, and the gate reads every byte of the build
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as hashing:
         verdicts = list(hashing.map(
@@ -79,15 +96,16 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     version = _version(verdicts, project.config.general.version, events)
     branch = options.branch or project.config.general.hub_branch or f"v{version}"
     variants = {v.variant: build_dir / v.variant for v in verdicts}
-
-    retry = RetryPolicy.from_env()
-    # a dry run asks once: when the Hub cannot answer it plans from the build alone
-    client = HubClient(options.endpoint, retry=replace(retry, attempts=1) if dry_run else retry,
-                       on_retry=lambda message: events.note(f"retry: {message}"))
+    if client is None:
+        raise client_problem
     hashes = {v.variant: v.sha256 for v in verdicts}  # verified by the gate: not computed again
     unreachable = None
     try:
-        listed = client.branches_if_exists(repo_id)  # None: no such repo yet
+        listed = _answer(early) if early else None
+        if early is None or (isinstance(listed, BaseException) and not dry_run):
+            listed = client.branches_if_exists(repo_id)  # None: no such repo yet
+        elif isinstance(listed, BaseException):
+            raise listed  # a dry run asks once
         plan = plan_push(client, repo_id, branch, variants, project.root, listed or {}, sha256=hashes)
     except (TransientError, OfflineError) as err:
         if not dry_run:
@@ -104,9 +122,6 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
             events.note(f"warning: {render_line(f)}")
     if errors and not dry_run:
         raise refusal(errors)
-    if not dry_run and listed is None:
-        branches, created = open_repo(client, repo_id, options.private, listed, create=True)
-        plan = plan_push(client, repo_id, branch, variants, project.root, branches, created, hashes)
 
     rows = [card_mod.VariantRow(v.variant, v.metadata["backend"]["type"], tuple(v.metadata["backend"].get("archs") or ()),
                                 card_mod.describe_test(v.test)) for v in verdicts]
@@ -130,17 +145,24 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
                     "and cannot say which files are unchanged, which variants the branch keeps, or whether the branch "
                     "exists")
     events.planned(repo_id, branch, plan, dry_run)
-    try:
-        resolutions = verify.resolve_cells(list(variants) + list(plan.kept_variants),
-                                           coverage.targeted_cells(project, matrix))
-    except ImportError:
-        events.note("note: install `kernels` to see which environment loads which variant")
-        resolutions = []
-    report["resolutions"] = [r.__dict__ for r in resolutions]
-    result = PushResult(repo_id, version, report, tuple(resolutions), tuple(errors))
+    # which environment loads which variant: `kernels` is imported and asked while the files travel
+    resolving = _in_background(lambda: verify.resolve_cells(list(variants) + list(plan.kept_variants),
+                                                            coverage.targeted_cells(project, matrix)))
+    result = PushResult(repo_id, version, report, (), tuple(errors))
     if dry_run:
-        return result
+        return _with_resolutions(result, resolving, events)
 
+    main_read_early = None
+    if options.card and plan.branches.get("main"):  # main's files, for the card, are read while the build uploads
+        head = plan.branches["main"]
+        if not plan.branch_exists and plan.parent_commit == head:
+            reading: Future = Future()
+            reading.set_result(plan.remote)  # a new version branch was planned against main: read already
+        else:
+            reading = _in_background(lambda: client.single_attempt().tree(repo_id, head))
+        main_read_early = partial(_main_as_read, client, repo_id, head, reading)
+    if listed is None:  # a new repo (its plan compared with nothing); main's head is read while the files upload
+        client.ensure_repo(repo_id, options.private)
     if not plan.is_noop:
         events.note(f"uploading {len(plan.changes)} change(s), {size(plan.bytes_to_send)}, as one commit")
     outcome = publish(client, plan, version, options.create_pr, background=ThreadPoolExecutor(max_workers=1))
@@ -151,7 +173,8 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
 
     if options.card:
         try:
-            card_outcome = publish_card(client, repo_id, readme, card.media, options.create_pr)
+            card_outcome = publish_card(client, repo_id, readme, card.media, options.create_pr,
+                                        main_read_early)
         except PublisherError as err:
             raise PublishedIncomplete(
                 f"the kernel is published: {branch} of {repo_id} holds this build (commit "
@@ -160,7 +183,46 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
             ) from None
         report["card_commit"] = card_outcome.commit
         events.card(card_outcome.commit)
-    return result
+    return _with_resolutions(result, resolving, events)
+
+
+def _in_background(work: Callable[[], object]) -> Future:
+    """`work` in a daemon thread (the process never waits for it at exit)."""
+    future: Future = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as err:  # noqa: BLE001 - handed to whoever asks for the answer
+            future.set_exception(err)
+
+    threading.Thread(target=run, name="publisher-push-side", daemon=True).start()
+    return future
+
+
+def _main_as_read(client: HubClient, repo_id: str, head: str, reading: Future) -> tuple[str, dict]:
+    """main's head and files as read in the background (read again, with retries, if that failed)."""
+    files = _answer(reading)
+    return head, (client.tree(repo_id, head) if isinstance(files, BaseException) else files)
+
+
+def _answer(future: Future) -> object:
+    """The result, or the exception it raised."""
+    try:
+        return future.result()
+    except BaseException as err:  # noqa: BLE001
+        return err
+
+
+def _with_resolutions(result: PushResult, resolving: Future, events: PushEvents) -> PushResult:
+    answer = _answer(resolving)
+    if isinstance(answer, ImportError):
+        events.note("note: install `kernels` to see which environment loads which variant")
+        answer = []
+    elif isinstance(answer, BaseException):
+        raise answer
+    result.report["resolutions"] = [r.__dict__ for r in answer]
+    return replace(result, resolutions=tuple(answer))
 
 
 def refusal(findings: list[Finding]) -> PushRefused:

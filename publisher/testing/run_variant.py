@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from publisher import runner, state
+from publisher.options import TestOptions
 from publisher.plan.variants import Variant
 from publisher.testing import protocol, report
 from publisher.testing.environment import TestEnvironment
@@ -33,17 +34,6 @@ PROBE_TIMEOUT = 180
 _GET_KERNEL_RE = re.compile(r"""get_kernel\(\s*["']([\w.-]+/[\w.-]+)["']""")
 _DEVICE_RE = re.compile(rf"^{protocol.DEVICE_LINE} (\{{.*\}})$", re.M)
 _MISSING_MODULE_RE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
-
-
-@dataclass(frozen=True)
-class TestOptions:
-    __test__ = False  # not a pytest test class
-
-    repo_id: str | None = None  # --repo-id, else [general.hub] repo-id, else found in tests/
-    timeout: float = 1800.0  # the whole variant (subprocess), seconds
-    test_timeout: float = 300.0  # one test (pytest-timeout, when installed), seconds
-    require_gpu: bool = True  # False (--allow-load-only): "loaded, not run" does not fail the run
-    all_tests: bool = False  # run all of tests/, not only the kernels_ci-marked tests
 
 
 @dataclass(frozen=True)
