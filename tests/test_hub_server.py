@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import sys
 import uuid
 
 import httpx2 as httpx  # huggingface_hub's own HTTP client
@@ -251,3 +252,16 @@ def test_hub_server_command_serves_the_token_it_names(tmp_path, given):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_agent_registry_is_served_and_cached_by_huggingface_hub(hub_env, tmp_path):
+    """huggingface_hub asks for /api/agent-harnesses before its first request and
+    keeps the answer a day: a second process does not ask again (as on the Hub)."""
+    env = {**hub_env.env(), "HF_HOME": str(tmp_path / "home")}
+    code = "from huggingface_hub import HfApi; HfApi().whoami()"
+    hub_env.state.reset_stats()
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    requests = hub_env.state.stats()["requests"]
+    assert requests.get("agent-harnesses") == 1 and requests.get("whoami") == 2, requests

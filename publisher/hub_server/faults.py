@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 ENDPOINTS = (
     "create-repo", "info", "refs", "branch", "branch-delete", "tag", "preupload", "lfs-batch", "lfs-put",
-    "commit", "tree", "paths-info", "commits", "resolve", "validate-yaml", "overview", "whoami",
+    "commit", "tree", "paths-info", "commits", "resolve", "validate-yaml", "overview", "whoami", "agent-harnesses",
 )
 # drop-after: do the work, then close without answering; delay: wait `seconds`, then answer normally
 ACTIONS = ("status", "drop", "drop-after", "delay")

@@ -297,6 +297,9 @@ class Handler(BaseHTTPRequestHandler):
                 return "create-repo", self._create_repo
             if rest == ["whoami-v2"]:
                 return "whoami", self._whoami
+            if rest == ["agent-harnesses"]:  # huggingface_hub fetches it once a day (its agent detection)
+                need("GET")
+                return "agent-harnesses", lambda: _json({"standardEnvVars": [], "harnesses": {}})
             if rest == ["validate-yaml"]:
                 need("POST")
                 return "validate-yaml", self._validate_yaml
