@@ -68,14 +68,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("project", type=Path)
     ap.add_argument("--baseline", type=Path, required=True, help="folder holding the baseline's publisher package")
-    ap.add_argument("--variant", help="variant to build (default: --local)")
+    ap.add_argument("--variant", help="variant to build (alone: from the matrix; with --local: of the running torch)")
     ap.add_argument("--local", action="store_true", help="build the running torch's variant")
     ap.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="--cores for both builds")
     ap.add_argument("--matrix", type=Path)
     ap.add_argument("--cpus", nargs=2, metavar=("BASELINE", "THIS"), help="run both at once, pinned (taskset -c)")
     ap.add_argument("--keep", type=Path, help="build in this folder and keep it (logs, .ninja_log timings)")
     opts = ap.parse_args()
-    args = ["--local"] if opts.local or not opts.variant else ["--variant", opts.variant]
+    # --local with --variant: that one of the running torch's variants (a CUDA torch also builds its cpu variant)
+    args = (["--local"] if opts.local or not opts.variant else []) + (["--variant", opts.variant] if opts.variant else [])
     args += ["--cores", str(opts.cores), "--jobs", "1"]
     if opts.matrix:
         args += ["--matrix", str(opts.matrix.resolve())]
