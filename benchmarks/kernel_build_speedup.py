@@ -40,8 +40,17 @@ def fresh_copy(project: Path, dest: Path) -> Path:
     return dest
 
 
+def knows(tree: Path, flag: str) -> bool:
+    """Whether that tree's `publisher build` has `flag` (older trees lack the Hub cache)."""
+    shown = subprocess.run([sys.executable, "-m", "publisher", "build", "--help"], cwd=tree, capture_output=True,
+                           text=True, env={**os.environ, "PYTHONPATH": str(tree)})
+    return flag in shown.stdout
+
+
 def start(tree: Path, project: Path, args: list[str], cpus: str | None) -> tuple[subprocess.Popen, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    # compile, never fetch: a tree with a Hub cache would otherwise ask the project's repo first
+    args = [*args, "--no-hub-cache"] if knows(tree, "--no-hub-cache") else args
     argv = [sys.executable, "-m", "publisher", "build", str(project), *args, "--json"]
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]

@@ -39,3 +39,22 @@ def test_an_unrelated_publisher_distribution_is_not_ours(tmp_path, monkeypatch):
         assert len(distribution.requirements()) == len([r for r in _declared()])
     finally:
         distribution.requirements.cache_clear()
+
+
+def test_the_hub_clients_oldest_huggingface_hub_is_pyprojects():
+    from publisher.push.hub_client import MIN_HUB
+
+    assert f"huggingface_hub>={MIN_HUB}" in _declared()
+
+
+def test_a_huggingface_hub_too_old_for_kernel_repos_is_named_with_the_fix(monkeypatch):
+    import huggingface_hub
+
+    from publisher.errors import EnvironmentProblem
+    from publisher.push.hub_client import HubClient
+
+    monkeypatch.setattr(huggingface_hub, "__version__", "1.33.0")  # what transformers 5 installs
+    with pytest.raises(EnvironmentProblem) as refused:
+        HubClient("http://127.0.0.1:9")
+    assert "huggingface_hub 1.33.0 cannot write to kernel repos" in refused.value.message
+    assert "pip install --upgrade 'huggingface_hub>=2.0'" in refused.value.hint

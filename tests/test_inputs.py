@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from publisher.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK, EXIT_USAGE, PublisherError
 from publisher.project import schema
+from publisher.push.hub_client import HTTP
 
 from cli_helper import CliResult, run_cli
 
@@ -374,3 +375,17 @@ def test_a_crashed_test_run_is_not_called_zero_failures(tmp_path):
     code, stdout, stderr = run(["push", "org/name", str(project), "--variant", variant])
     assert code == EXIT_FAILED and "crashed (SIGSEGV)" in stderr, stderr
     assert "(0 failed)" not in stderr
+
+
+def test_a_missing_dependency_is_named_with_the_fix_not_called_a_bug(softcap_build, tmp_path):
+    """publisher installed without its dependencies (or with one pinned too old by another
+    package): the commands that need it say which package and how to install it."""
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(f"import sys\nsys.modules[{HTTP.__name__!r}] = None  # as if not installed\n")
+    env = {**os.environ, "PYTHONPATH": f"{hide}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    for argv in (["push", "your-org/softcap", str(softcap_build), "--dry-run"], ["build", str(softcap_build), "--local"]):
+        result = run_cli(*argv, env=env, process=True, timeout=300)
+        assert result.returncode == EXIT_ENVIRONMENT, (argv, result.stderr)
+        assert HTTP.__name__ in result.stderr and "pip install --upgrade kernel-publisher" in result.stderr
+        assert "internal error" not in result.stderr and "Traceback" not in result.stderr

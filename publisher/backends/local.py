@@ -54,7 +54,8 @@ class LocalBackend:
                 jobserver = request.jobserver or stack.enter_context(_own_jobserver(request.options.cores))
                 library = compile_variant(
                     project, planned, toolchain, ops, request.work_dir,
-                    jobserver=jobserver, debug=request.options.debug, log=request.log, on_line=on_line,
+                    jobserver=jobserver, cores=request.options.cores, debug=request.options.debug, log=request.log,
+                    on_line=on_line,
                 )
             shutil.copy2(library, stage / library.name)
             archs = planned.archs

@@ -45,6 +45,7 @@ def compile_variant(
     work_dir: Path,
     *,
     jobserver: JobServer,
+    cores: int,
     debug: bool,
     log: Path,
     on_line: LineSink,
@@ -84,6 +85,7 @@ def compile_variant(
 
     compiles: list[Compile] = []
     seen: set[Path] = set()
+    most_archs = 0
     for src, includes, cxx_extra, cuda_extra, archs in units:
         source = (root / src).resolve()
         if source in seen:
@@ -113,7 +115,8 @@ def compile_variant(
             if not archs:
                 raise BuildFailed(f"{src}: no CUDA capabilities to compile for (check the plan)")
             gencode = flags.gencode_flags(archs)
-            args = [*flags.nvcc_flags(toolchain, debug), *gencode, *flags.nvcc_parallel_flags(toolchain, len(gencode)),
+            most_archs = max(most_archs, len(gencode))
+            args = [*flags.nvcc_flags(toolchain, debug), *gencode,
                     *base_defines, *ops_flag, *compat, *inc, *_isystem(system_includes), *cuda_extra]
             compiles.append(Compile(source, obj, "nvcc", tuple(args)))
         else:
@@ -133,7 +136,14 @@ def compile_variant(
         link.append(_cudart(toolchain))
     if not debug:
         link.append("-Wl,--strip-debug")
-    build = NinjaBuild(toolchain.cxx, toolchain.nvcc, tuple(compiles), library, tuple(link))
+    # the variant's cores over its CUDA files: threads per nvcc, and how many nvcc run at once (within the
+    # run's pool, which free memory caps). The thread count travels in the environment, not the command line,
+    # so a run with other --cores recompiles nothing (ninja reruns a step whose command changed)
+    cuda_files = sum(1 for c in compiles if c.rule == "nvcc")
+    budget = max(1, min(cores, jobserver.slots))
+    threads = flags.nvcc_threads(toolchain, most_archs, budget, cuda_files) if cuda_files else 1
+    build = NinjaBuild(toolchain.cxx, toolchain.nvcc, tuple(compiles), library, tuple(link),
+                       nvcc_at_once=max(1, budget // threads) if cuda_files else 0)
     write_if_changed(work_dir / "build.ninja", render(build))
     _remove_other_libraries(work_dir, library)
 
@@ -142,6 +152,11 @@ def compile_variant(
     if toolchain.cuda_home:
         env["CUDA_HOME"] = toolchain.cuda_home
     env.update(jobserver.env())
+    if threads > 1:
+        env["NVCC_APPEND_FLAGS"] = f"{env.get('NVCC_APPEND_FLAGS', '')} --threads={threads}".strip()
+        with log.open("a") as fh:
+            fh.write(f"nvcc: {threads} threads per CUDA file (NVCC_APPEND_FLAGS), at most "
+                     f"{build.nvcc_at_once} at once, {budget} cores\n")
     ninja_bin = os.path.join(ninja.BIN_DIR, "ninja")
     # no -j: ninja then takes its parallelism from the jobserver in MAKEFLAGS
     result = runner.run([ninja_bin, "-C", str(work_dir)], env=env, log=log, on_line=on_line)

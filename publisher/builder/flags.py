@@ -74,20 +74,22 @@ def nvcc_flags(toolchain: Toolchain, debug: bool) -> list[str]:
     ]
 
 
-def nvcc_parallel_flags(toolchain: Toolchain, targets: int) -> list[str]:
-    """Compile a file's architectures in parallel threads, each beyond the
-    first taking a slot from the build's jobserver. An nvcc without
-    `--jobserver` (older CUDA) compiles them one after another: unmetered
-    threads would oversubscribe the cores and the memory."""
-    if targets < 2 or not toolchain.nvcc or not _nvcc_has_jobserver(toolchain.nvcc):
-        return []
-    return [f"--threads={targets}", "--jobserver"]
+def nvcc_threads(toolchain: Toolchain, archs: int, cores: int, cuda_files: int) -> int:
+    """Threads each nvcc gets (`--threads`: its architectures compile side by
+    side), so that a variant's CUDA files together use its cores: one file
+    with ten architectures on 8 cores gets 8, eight files get 1 each (ninja
+    runs them side by side instead). nvcc's own `--jobserver` is not used: on
+    nvcc 13.0 it took no slot from the build's pool (measured: one architecture
+    at a time with 4 or 8 free slots)."""
+    if archs < 2 or cores < 2 or not toolchain.nvcc or not _nvcc_has_threads(toolchain.nvcc):
+        return 1
+    return max(1, min(archs, cores // max(1, min(cuda_files, cores))))
 
 
 @functools.cache
-def _nvcc_has_jobserver(nvcc: str) -> bool:
+def _nvcc_has_threads(nvcc: str) -> bool:
     result = runner.run([nvcc, "--help"])
-    return result.ok and "--jobserver" in result.output
+    return result.ok and "--threads" in result.output
 
 
 def torch_libraries(backend: str) -> list[str]:

@@ -1,18 +1,17 @@
 """One GNU make jobserver for a whole build run: a pool of compile slots that
-every variant's ninja and every nvcc draw from, so variants built at once
-share the cores instead of splitting them, and nvcc's per-architecture
-threads take turns with the other compiles.
+every variant's ninja draws from, so variants built at once share the cores
+instead of splitting them. (nvcc's architecture threads are counted by
+compile.py instead: nvcc 13.0's own `--jobserver` took no slot from this pool.)
 
-Protocol (GNU make 4.4, `fifo:` style, which ninja >= 1.13 and nvcc
-`--jobserver` read from MAKEFLAGS): a named pipe holds one byte per free
-slot; a client reads a byte for each process it runs beyond its implicit
-one and writes it back when that process ends.
+Protocol (GNU make 4.4, `fifo:` style, which ninja >= 1.13 reads from
+MAKEFLAGS): a named pipe holds one byte per free slot; a client reads a byte
+for each process it runs beyond its implicit one and writes it back when that
+process ends.
 
 Each variant's ninja also has its implicit slot, so a run may have one
 compile per variant in flight above the pool. The alternative, taking a
 byte for each ninja's implicit slot, wastes a core: once the ninja's first
-compile ends, its implicit slot sits idle while a long nvcc holds a byte
-(measured: relu's ten architectures then compiled one after another)."""
+compile ends, its implicit slot sits idle while a long compile holds a byte."""
 
 from __future__ import annotations
 

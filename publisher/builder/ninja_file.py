@@ -28,6 +28,7 @@ class NinjaBuild:
     compiles: tuple[Compile, ...]
     output: Path
     link_flags: tuple[str, ...]
+    nvcc_at_once: int = 0  # nvcc compiles running together (each runs its own threads); 0: no limit
 
 
 def _q(args) -> str:
@@ -44,8 +45,10 @@ def render(build: NinjaBuild) -> str:
     w.rule("cc", f"{shlex.quote(build.cxx)} -x c -MMD -MF $out.d $flags -c $in -o $out",
            depfile="$out.d", deps="gcc", description="CC $in")
     if build.nvcc:
+        if build.nvcc_at_once:
+            w.pool("nvcc", build.nvcc_at_once)
         w.rule("nvcc", f"{shlex.quote(build.nvcc)} -MD -MF $out.d $flags -c $in -o $out",
-               depfile="$out.d", deps="gcc", description="NVCC $in")
+               depfile="$out.d", deps="gcc", description="NVCC $in", pool="nvcc" if build.nvcc_at_once else None)
     w.rule("link", f"{shlex.quote(build.cxx)} -shared $in -o $out $ldflags", description="LINK $out")
     for c in build.compiles:
         w.build(_esc(c.obj), c.rule, _esc(c.source), variables={"flags": _q(c.flags)})

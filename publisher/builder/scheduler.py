@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -19,7 +20,6 @@ from publisher import runner, state
 from publisher.builder import atomic as staging
 from publisher.builder.abi import AbiReport, check_abi
 from publisher.builder.backend import Backend, BuildOptions, BuildOutcome, BuildRequest
-from publisher.builder.hub_cache import HubCache
 from publisher.builder.inputs import input_key, inputs_fingerprint, source_digest
 from publisher.builder.jobserver import JobServer
 from publisher.builder.metadata import METADATA, check_variant, read_metadata, stamp_inputs
@@ -33,6 +33,9 @@ from publisher.ui import Progress
 GIB = 1024**3
 UNAVAILABLE_TTL = 3600  # seconds an unavailable toolchain is not retried (--force retries)
 COMPILE_MEMORY = data_path("compile_memory.yaml")
+
+if TYPE_CHECKING:
+    from publisher.builder.hub_cache import HubCache  # imported by whoever makes one (the Hub client is slow to import)
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from publisher.backends import get_backend
 from publisher.builder.backend import BuildOptions
-from publisher.builder.hub_cache import HubCache
 from publisher.builder.scheduler import Scheduler, VariantResult, default_budget, failed_in_report
 from publisher.errors import UsageError
 from publisher.hub_names import is_trust_entry, repo_id_problem
@@ -21,6 +21,9 @@ from publisher.plan.planner import local_plan, make_plan, select
 from publisher.project.load import require_project
 from publisher.project.model import Project
 from publisher.ui import Progress
+
+if TYPE_CHECKING:
+    from publisher.builder.hub_cache import HubCache
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,9 @@ def _hub_cache(project: Project, options: BuildCommandOptions, note: Callable[[s
         if not is_trust_entry(entry):
             raise UsageError(f"--hub-cache-trust: `{entry}` is not a Hub owner or repo id", "use ORG or ORG/NAME")
     branch = general.hub_branch or f"v{general.version}"
+    # only now: the Hub client (huggingface_hub) costs ~0.3 s to import, for nothing under --no-hub-cache
+    from publisher.builder.hub_cache import HubCache
+
     return HubCache(repo_id, branch, options.endpoint, on_note=note,
                     trusted=options.hub_cache_trust + project.hub_cache_trust)
 

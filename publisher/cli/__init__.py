@@ -77,6 +77,14 @@ def main(argv: list[str] | None = None) -> None:
         # the disk, a permission, a path the system refuses: outside publisher, no traceback
         where = f": {err.filename}" if err.filename else ""
         _fail(f"{err.strerror or err}{where}", "check the path, free space and permissions", EXIT_ENVIRONMENT, as_json)
+    except ModuleNotFoundError as err:
+        if (err.name or "publisher").split(".")[0] == "publisher":
+            _fail(f"internal error: {type(err).__name__}: {err}",
+                  "this is a bug in publisher; please report it with the command line that caused it", EXIT_BUG, as_json)
+        # a dependency missing or too old (installed without its dependencies, or pinned by another package)
+        _fail(f"a package publisher needs cannot be imported: {err}",
+              "install publisher with its dependencies: pip install --upgrade kernel-publisher "
+              "(`pip check` names any package whose requirements conflict)", EXIT_ENVIRONMENT, as_json)
     except Exception as err:  # noqa: BLE001 - the last line of defence; tests treat EXIT_BUG as a failure
         _fail(f"internal error: {type(err).__name__}: {err}",
               "this is a bug in publisher; please report it with the command line that caused it", EXIT_BUG, as_json)

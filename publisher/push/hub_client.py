@@ -21,11 +21,12 @@ from publisher import env
 
 env.hub_endpoint(None)  # huggingface_hub parses HF_ENDPOINT while it is imported: a bad one is a usage error first
 
-import httpx2  # noqa: E402
+import huggingface_hub  # noqa: E402
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, constants  # noqa: E402
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError  # noqa: E402
 from huggingface_hub.hf_api import RepoFile  # noqa: E402
 from huggingface_hub.lfs import UploadInfo  # noqa: E402
+from huggingface_hub.utils import _http as _hub_http  # noqa: E402
 
 from publisher import __version__, secrets  # noqa: E402
 from publisher.errors import (  # noqa: E402
@@ -36,6 +37,12 @@ from publisher.errors import (  # noqa: E402
     PublisherError,
     TransientError,
 )
+
+# The HTTP client huggingface_hub sends with, whose errors say "transient" (httpx2; httpx before 2.0)
+HTTP = getattr(_hub_http, "httpx2", None) or _hub_http.httpx
+# The oldest huggingface_hub that commits to kernel repos (1.x refuses repo_type="kernel" in create_commit);
+# pyproject.toml requires the same (tests/test_distribution.py)
+MIN_HUB = "2.0"
 
 REPO_TYPE = "kernel"
 _TRANSIENT_STATUS = (429, 500, 502, 503, 504)
@@ -104,7 +111,7 @@ class RetryPolicy:
 def is_transient(err: BaseException) -> bool:
     seen: BaseException | None = err
     while seen is not None:  # huggingface_hub wraps LFS upload failures in RuntimeError
-        if isinstance(seen, httpx2.TransportError):
+        if isinstance(seen, HTTP.TransportError):
             return True
         if isinstance(seen, HfHubHTTPError) and seen.response is not None:
             return seen.response.status_code in _TRANSIENT_STATUS
@@ -120,6 +127,7 @@ def _status(err: BaseException) -> int | None:
 class HubClient:
     def __init__(self, endpoint: str | None = None, token: str | None = None,
                  retry: RetryPolicy | None = None, on_retry: Callable[[str], None] | None = None):
+        _require_hub_version()
         if env.hub_xet_disabled():
             # huggingface_hub reads this once at import; honour it when it is set later (tests, `release`).
             constants.HF_HUB_DISABLE_XET = True
@@ -181,7 +189,7 @@ class HubClient:
             how = "failed" if self.retry.attempts == 1 else f"keeps failing ({self.retry.attempts} attempts)"
             return TransientError(f"{what}: the Hub at {self.endpoint} {how}: {_short(err)}",
                                   "try again later; a rerun resumes where this one stopped")
-        if isinstance(err, (HfHubHTTPError, httpx2.HTTPError)):
+        if isinstance(err, (HfHubHTTPError, HTTP.HTTPError)):
             return EnvironmentProblem(f"{what}: {_short(err)}")
         return err
 
@@ -287,6 +295,16 @@ class HubClient:
             repo_id, operations, commit_message=message, commit_description=description, repo_type=REPO_TYPE,
             revision=branch, parent_commit=parent_commit or None, create_pr=create_pr), retry=False)
         return CommitResult(info.oid, str(info.commit_url), info.pr_url)
+
+
+def _require_hub_version() -> None:
+    from packaging.version import Version
+
+    if Version(huggingface_hub.__version__) < Version(MIN_HUB):
+        raise EnvironmentProblem(
+            f"huggingface_hub {huggingface_hub.__version__} cannot write to kernel repos (it needs {MIN_HUB} or newer)",
+            f"pip install --upgrade 'huggingface_hub>={MIN_HUB}' (another package pinning it older? "
+            "install publisher in its own environment)")
 
 
 def _server_message(err: BaseException) -> str:
