@@ -129,6 +129,7 @@ def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool,
     staging = f"{STAGING_PREFIX}{plan.branch}-{int(time.time())}-{secrets.token_hex(3)}"
     cleanup = partial(_try, lambda: client.delete_branch(plan.repo_id, staging))
     removing = None
+    own = ThreadPoolExecutor(max_workers=1, thread_name_prefix="publisher-cleanup")  # without `background`
     try:
         # the staging branch is made while the files upload: two round trips (three in a repo this
         # push created, whose main head is read first) that no longer wait for each other
@@ -142,7 +143,7 @@ def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool,
         _verify(client, plan, outcome.commit)  # before the version branch exists: a bad commit never shows
         # the verified commit is named by its id from here on: the staging branch goes while the
         # version branch is created (a git commit outlives the ref it was made on)
-        removing = (background or ThreadPoolExecutor(max_workers=1)).submit(cleanup)
+        removing = (background or own).submit(cleanup)
         if not client.create_branch(plan.repo_id, plan.branch, outcome.commit):
             if client.branches(plan.repo_id).get(plan.branch) != outcome.commit:
                 raise ConflictError(f"branch {plan.branch} of {plan.repo_id} was created by another push while "
@@ -151,8 +152,7 @@ def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool,
     finally:
         if removing is None:
             cleanup()
-        elif background is None:
-            removing.result()
+        own.shutdown(wait=True)  # waits for the removal when it ran there
     return outcome
 
 
