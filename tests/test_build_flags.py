@@ -81,3 +81,12 @@ def test_the_ninja_file_runs_nvcc_in_its_own_pool():
     text = render(build)
     assert "pool nvcc\n  depth = 2" in text and "  pool = nvcc" in text
     assert "--threads" not in text  # in the environment: other --cores recompile nothing
+
+
+def test_the_thread_count_joins_the_users_nvcc_append_flags_and_never_overrides_theirs():
+    from publisher.builder.flags import nvcc_append_flags
+
+    assert nvcc_append_flags("", 4) == "--threads=4"
+    assert nvcc_append_flags("-lineinfo", 4) == "-lineinfo --threads=4"
+    assert nvcc_append_flags("--threads=2", 4) is None and nvcc_append_flags("-t 2 -lineinfo", 4) is None
+    assert nvcc_append_flags("-lineinfo", 1) is None

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import uuid
 
+import httpx2 as httpx  # huggingface_hub's own HTTP client
 import pytest
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import (
@@ -18,7 +19,6 @@ from huggingface_hub.errors import (
 )
 
 from publisher.hub_server.server import HubServer, ServerConfig
-from publisher.push.hub_client import HTTP as httpx  # huggingface_hub's own HTTP client (httpx2, or httpx before 2.0)
 
 BINARY = b"\x7fELF\0\0" + bytes(range(256)) * 40  # has NUL bytes -> stored through LFS
 

@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from publisher.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK, EXIT_USAGE, PublisherError
 from publisher.project import schema
-from publisher.push.hub_client import HTTP
 
 from cli_helper import CliResult, run_cli
 
@@ -382,10 +381,10 @@ def test_a_missing_dependency_is_named_with_the_fix_not_called_a_bug(softcap_bui
     package): the commands that need it say which package and how to install it."""
     hide = tmp_path / "hide"
     hide.mkdir()
-    (hide / "sitecustomize.py").write_text(f"import sys\nsys.modules[{HTTP.__name__!r}] = None  # as if not installed\n")
+    (hide / "sitecustomize.py").write_text("import sys\nsys.modules['httpx2'] = None  # as if not installed\n")
     env = {**os.environ, "PYTHONPATH": f"{hide}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     for argv in (["push", "your-org/softcap", str(softcap_build), "--dry-run"], ["build", str(softcap_build), "--local"]):
         result = run_cli(*argv, env=env, process=True, timeout=300)
         assert result.returncode == EXIT_ENVIRONMENT, (argv, result.stderr)
-        assert HTTP.__name__ in result.stderr and "pip install --upgrade kernel-publisher" in result.stderr
+        assert "httpx2" in result.stderr and "pip install --upgrade kernel-publisher" in result.stderr
         assert "internal error" not in result.stderr and "Traceback" not in result.stderr

@@ -22,15 +22,15 @@ from push_fixtures import write_scale
 from smoke_fixtures import write_broken, write_noarch
 
 HOST = "x86_64-linux"
-CPU_213 = {"torch_version": "2.13.0+cpu", "cuda": None, "hip": None, "xpu": None, "cxx11_abi": True}
+CPU_212 = {"torch_version": "2.12.0+cpu", "cuda": None, "hip": None, "xpu": None, "cxx11_abi": True}
 CU130_211 = {"torch_version": "2.11.0", "cuda": "13.0", "hip": None, "xpu": None, "cxx11_abi": True}
 
 
 @pytest.mark.parametrize("variant, torch, expected", [
-    ("torch213-cxx11-cpu-x86_64-linux", CPU_213, True),
-    ("torch212-cxx11-cpu-x86_64-linux", CPU_213, False),  # another torch minor
-    ("torch213-cxx11-cpu-aarch64-linux", CPU_213, False),  # another platform
-    ("torch213-cxx11-cu130-x86_64-linux", CPU_213, False),  # a CPU torch cannot load CUDA code
+    ("torch212-cxx11-cpu-x86_64-linux", CPU_212, True),
+    ("torch210-cxx11-cpu-x86_64-linux", CPU_212, False),  # another torch minor
+    ("torch212-cxx11-cpu-aarch64-linux", CPU_212, False),  # another platform
+    ("torch212-cxx11-cu130-x86_64-linux", CPU_212, False),  # a CPU torch cannot load CUDA code
     ("torch211-cxx11-cu130-x86_64-linux", CU130_211, True),
     ("torch211-cxx11-cu128-x86_64-linux", CU130_211, False),  # CUDA major differs
     ("torch211-cxx11-cpu-x86_64-linux", CU130_211, True),  # a CUDA torch runs CPU code (backend="cpu")
@@ -39,8 +39,8 @@ CU130_211 = {"torch_version": "2.11.0", "cuda": "13.0", "hip": None, "xpu": None
     ("torch211-cxx11-cpu-x86_64-linux", dict(CU130_211, cxx11_abi=None), False),  # ABI unknown: not assumed
     ("torch-stable-abi210-cu130-x86_64-linux", CU130_211, True),  # stable ABI: any newer torch
     ("torch-stable-abi212-cu130-x86_64-linux", CU130_211, False),
-    ("torch-cpu", CPU_213, True),
-    ("torch-cuda", CPU_213, False),
+    ("torch-cpu", CPU_212, True),
+    ("torch-cuda", CPU_212, False),
     ("torch-cpu", CU130_211, True),  # noarch CPU code runs on a CUDA torch
     ("torch-cuda", CU130_211, True),
     ("torch-universal", CU130_211, True),

@@ -152,8 +152,9 @@ def compile_variant(
     if toolchain.cuda_home:
         env["CUDA_HOME"] = toolchain.cuda_home
     env.update(jobserver.env())
-    if threads > 1:
-        env["NVCC_APPEND_FLAGS"] = f"{env.get('NVCC_APPEND_FLAGS', '')} --threads={threads}".strip()
+    appended = flags.nvcc_append_flags(env.get("NVCC_APPEND_FLAGS", ""), threads)
+    if appended is not None:
+        env["NVCC_APPEND_FLAGS"] = appended
         with log.open("a") as fh:
             fh.write(f"nvcc: {threads} threads per CUDA file (NVCC_APPEND_FLAGS), at most "
                      f"{build.nvcc_at_once} at once, {budget} cores\n")

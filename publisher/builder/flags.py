@@ -86,6 +86,14 @@ def nvcc_threads(toolchain: Toolchain, archs: int, cores: int, cuda_files: int) 
     return max(1, min(archs, cores // max(1, min(cuda_files, cores))))
 
 
+def nvcc_append_flags(user: str, threads: int) -> str | None:
+    """NVCC_APPEND_FLAGS carrying `threads` (None: leave it as it is). A
+    thread count the user set there wins."""
+    if threads < 2 or re.search(r"(^|\s)(--threads|-t)(=|\s|$)", user):
+        return None
+    return f"{user} --threads={threads}".strip()
+
+
 @functools.cache
 def _nvcc_has_threads(nvcc: str) -> bool:
     result = runner.run([nvcc, "--help"])

@@ -21,12 +21,12 @@ from publisher import env
 
 env.hub_endpoint(None)  # huggingface_hub parses HF_ENDPOINT while it is imported: a bad one is a usage error first
 
+import httpx2  # noqa: E402  (huggingface_hub >= 2.0 sends with it)
 import huggingface_hub  # noqa: E402
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, constants  # noqa: E402
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError  # noqa: E402
 from huggingface_hub.hf_api import RepoFile  # noqa: E402
 from huggingface_hub.lfs import UploadInfo  # noqa: E402
-from huggingface_hub.utils import _http as _hub_http  # noqa: E402
 
 from publisher import __version__, secrets  # noqa: E402
 from publisher.errors import (  # noqa: E402
@@ -38,8 +38,6 @@ from publisher.errors import (  # noqa: E402
     TransientError,
 )
 
-# The HTTP client huggingface_hub sends with, whose errors say "transient" (httpx2; httpx before 2.0)
-HTTP = getattr(_hub_http, "httpx2", None) or _hub_http.httpx
 # The oldest huggingface_hub that commits to kernel repos (1.x refuses repo_type="kernel" in create_commit);
 # pyproject.toml requires the same (tests/test_distribution.py)
 MIN_HUB = "2.0"
@@ -111,7 +109,7 @@ class RetryPolicy:
 def is_transient(err: BaseException) -> bool:
     seen: BaseException | None = err
     while seen is not None:  # huggingface_hub wraps LFS upload failures in RuntimeError
-        if isinstance(seen, HTTP.TransportError):
+        if isinstance(seen, httpx2.TransportError):
             return True
         if isinstance(seen, HfHubHTTPError) and seen.response is not None:
             return seen.response.status_code in _TRANSIENT_STATUS
@@ -189,7 +187,7 @@ class HubClient:
             how = "failed" if self.retry.attempts == 1 else f"keeps failing ({self.retry.attempts} attempts)"
             return TransientError(f"{what}: the Hub at {self.endpoint} {how}: {_short(err)}",
                                   "try again later; a rerun resumes where this one stopped")
-        if isinstance(err, (HfHubHTTPError, HTTP.HTTPError)):
+        if isinstance(err, (HfHubHTTPError, httpx2.HTTPError)):
             return EnvironmentProblem(f"{what}: {_short(err)}")
         return err
 
