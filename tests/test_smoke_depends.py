@@ -1,7 +1,9 @@
 """Test dependencies: declared as upstream does (flake.nix `pythonCheckInputs`),
 installed into toolchain test environments, asked for (never installed) where
 the running interpreter runs the tests; an undeclared import names the module
-and the fix."""
+and the fix. What upstream's test shells hold undeclared (its torch's own
+dependencies) goes into toolchain environments too, and its absence from the
+running interpreter is that environment's problem, not a failed kernel."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 from publisher.host import host_platform
 from publisher.plan.variants import Variant
 from publisher.testing.environment import can_load
-from publisher.testing.test_depends import declared_test_depends
+from publisher.testing.test_depends import declared_test_depends, implicit_requirement
 from publisher.toolchains.probe import probe
 from publisher.toolchains.provision import recorded_toolchains, uv_path
 
@@ -68,6 +70,36 @@ def test_undeclared_import_names_the_module_and_the_fix(noarch_project, fresh_co
     assert "module `tabulate` is missing" in entry["reason"] and "pythonCheckInputs" in entry["reason"]
 
 
+def _absent_implicit_module() -> str:
+    """A module kernel-builder's test shells hold undeclared that this interpreter lacks
+    (a CPU torch from PyPI brings neither triton nor numpy)."""
+    import importlib.util
+    candidates = ("triton", "numpy", "requests")
+    absent = [m for m in candidates if implicit_requirement(m) and importlib.util.find_spec(m) is None]
+    if not absent:
+        pytest.fail(f"this test needs an interpreter lacking one of {candidates}")
+    return absent[0]
+
+
+@pytest.mark.slow
+def test_an_import_upstream_provides_undeclared_is_the_environments_problem(noarch_project, fresh_copy):
+    # kernel-builder's torch carries numpy, pyyaml, requests (and triton off macOS) into its test shells, so
+    # real projects import them without declaring them (kernels-community einops: numpy; gpt-oss-triton-kernels:
+    # triton). Missing here, that is this environment's shortfall ("error", with the fix), not a failed kernel.
+    module = _absent_implicit_module()
+    project = fresh_copy(noarch_project)
+    write_files(project, {"tests/test_halve.py": TEST_USING_TABULATE.replace("import tabulate", f"import {module}")
+                                                                     .replace("tabulate.tabulate([[1]]) and ", "")})
+    result = run_cli("test", str(project), "--json")
+    assert result.returncode == 1
+    entry = json.loads(result.stdout)["variants"]["torch-cpu"]
+    assert entry["status"] == "error", entry
+    assert f"import `{module}`" in entry["reason"] and "kernel-builder" in entry["reason"]
+    assert f"-m pip install {implicit_requirement(module)}" in entry["reason"]
+    import importlib.util
+    assert importlib.util.find_spec(module) is None  # the user's environment is left as it was
+
+
 @pytest.mark.slow
 def test_running_interpreter_is_asked_for_the_dependencies_not_changed(noarch_project, fresh_copy):
     project = fresh_copy(noarch_project)
@@ -95,9 +127,11 @@ def test_toolchain_test_environment_gets_the_dependencies(tmp_path):
         # the only variant left for a toolchain environment would be a compiled CUDA one (minutes of nvcc).
         pytest.skip("the running torch is a CUDA build: it tests torch-cuda itself, no toolchain environment does")
     python = str(toolchain.python)
-    has = lambda: subprocess.run([python, "-c", "import tabulate"], capture_output=True).returncode == 0  # noqa: E731
-    if has():  # left by an earlier run: start from an environment without it
-        subprocess.run([uv_path(), "pip", "uninstall", "--python", python, "tabulate"], capture_output=True, check=True)
+    # tabulate: declared in flake.nix; numpy: what kernel-builder's test shells hold undeclared
+    has = lambda module: subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0  # noqa: E731
+    for module in ("tabulate", "numpy"):
+        if has(module):  # left by an earlier run: start from an environment without it
+            subprocess.run([uv_path(), "pip", "uninstall", "--python", python, module], capture_output=True, check=True)
     project = write_files(tmp_path / "halve", {
         "build.toml": '[general]\nname = "halve"\nversion = 1\nedition = 5\nlicense = "MIT"\n'
                       'backends = ["cpu", "cuda"]\n\n[torch-noarch]\n',
@@ -110,6 +144,6 @@ def test_toolchain_test_environment_gets_the_dependencies(tmp_path):
         result = run_cli("test", str(project), "--variant", "torch-cuda", "--allow-load-only", "--json",
                                env=dict(os.environ))
         assert "Traceback" not in result.stderr, result.stderr
-        assert has(), result.stdout + result.stderr
+        assert has("tabulate") and has("numpy"), result.stdout + result.stderr
     finally:
         subprocess.run([uv_path(), "pip", "uninstall", "--python", python, "tabulate"], capture_output=True)

@@ -2,8 +2,9 @@
 when its torch can load the variant (what `--local` built; a CUDA torch also
 runs CPU variants), else a toolchain environment that exists and can, else the
 variant's toolchain environment from the plan (same torch, same CUDA major),
-with `kernels`, `pytest` and the project's test dependencies added (never
-added to the running interpreter: that is the user's own environment)."""
+with `kernels`, `pytest`, the project's test dependencies and what
+kernel-builder's test shells hold undeclared added (never added to the
+running interpreter: that is the user's own environment)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from publisher.host import host_platform
 from publisher.plan.planner import PlannedVariant
 from publisher.plan.resolver import System, resolve
 from publisher.plan.variants import Variant
+from publisher.testing.test_depends import implicit_test_depends
 
 
 def runner_packages() -> list[str]:
@@ -139,7 +141,9 @@ def select_environment(
             raise ToolchainUnavailable(
                 f"no torch here can run {variant.name} and its environment cannot be made: {err.reason}"
             ) from None
-    ensure_packages(toolchain, [*runner_packages(), *test_depends], on_line)
+    # what kernel-builder's test shells hold undeclared goes only into environments publisher made
+    implicit = implicit_test_depends(variant.compute, host_platform()) if toolchain.env_dir is not None else ()
+    ensure_packages(toolchain, [*runner_packages(), *implicit, *test_depends], on_line)
     return TestEnvironment(str(toolchain.python), f"toolchain {toolchain.key}")
 
 

@@ -28,6 +28,7 @@ from publisher.plan.variants import Variant
 from publisher.testing import protocol, report
 from publisher.testing.environment import TestEnvironment
 from publisher.testing.report import VariantTestResult
+from publisher.testing.test_depends import implicit_requirement
 
 HERE = Path(__file__).parent
 PROBE_TIMEOUT = 180
@@ -138,6 +139,15 @@ def _failure_reason(result: runner.RunResult, events: report.EventSummary, optio
     return f"{events.counts.failed + events.counts.errors} test(s) failed: {failing}" if failing else result.first_error_line()
 
 
+def _environment_lacks(result: runner.RunResult, events: report.EventSummary) -> dict[str, str]:
+    """module -> requirement, when the tests could not even be collected and every module they
+    missed is one kernel-builder's test shells hold undeclared (empty otherwise)."""
+    collecting = (result.returncode == 2 and events.counts.errors) or result.returncode in (3, 4)
+    missing = sorted(set(_MISSING_MODULE_RE.findall(result.output))) if collecting and not events.unfinished else []
+    provided = {m: implicit_requirement(m) for m in missing}
+    return provided if missing and all(provided.values()) else {}
+
+
 def _untested_reason(events: report.EventSummary) -> str:
     skipped = events.counts.skipped
     if not skipped:
@@ -213,6 +223,13 @@ def run_variant(
             return result("untested", on_hardware=False, reason=_untested_reason(events), **common)
         if run.ok:
             return result("passed", on_hardware=True, **common)
+        lacking = _environment_lacks(run, events)
+        if lacking:
+            # kernel-builder's test shells hold these undeclared: the environment is short, not the kernel
+            return result("error", on_hardware=False, reason=(
+                f"the tests import {', '.join(f'`{m}`' for m in lacking)}, which {env.origin} lacks; kernel-builder's "
+                "test environments have it without a declaration (their torch depends on it): "
+                f"{env.python} -m pip install {' '.join(sorted(set(lacking.values())))}"), **common)
         if run.returncode in (3, 4) and not events.unfinished:
             return result("error", on_hardware=False, reason=f"pytest could not run (exit {run.returncode}): {run.first_error_line()}", **common)
         return result("failed", on_hardware=not load_only, reason=_failure_reason(run, events, options), **common)

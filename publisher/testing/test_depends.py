@@ -47,3 +47,17 @@ def declared_test_depends(project_root: Path | None) -> tuple[str, ...]:
             if attr and attr.group(1) not in provided:
                 found.setdefault(renames.get(attr.group(1), attr.group(1)), None)
     return tuple(found)
+
+
+def implicit_test_depends(compute: str, platform: str) -> tuple[str, ...]:
+    """What kernel-builder's test shells hold without a declaration (its torch's own
+    dependencies) and PyPI's torch for `compute` on `platform` lacks, as requirements."""
+    return tuple(entry["requirement"] for entry in _data()["implicit"]
+                 if compute in entry.get("computes", [compute]) and platform in entry.get("platforms", [platform]))
+
+
+def implicit_requirement(module: str) -> str | None:
+    """The requirement that provides `module` (a top-level import name) when kernel-builder's
+    test shells hold it without a declaration; None for any other module."""
+    top = module.split(".")[0]
+    return next((entry["requirement"] for entry in _data()["implicit"] if entry["module"] == top), None)
