@@ -5,10 +5,12 @@ otherwise write (create the repo and the version branch, `upload_folder`)."""
 
 from __future__ import annotations
 
+import compileall
 import os
 import sys
 from pathlib import Path
 
+import publisher
 from publisher.hub_server.server import HubServer, ServerConfig
 
 TOKEN = "hf_" + "C" * 34
@@ -23,6 +25,16 @@ api.create_branch(repo, branch="v1", repo_type="kernel", exist_ok=True)
 api.upload_folder(repo_id=repo, folder_path=folder, path_in_repo="build", repo_type="kernel", revision="v1",
                   ignore_patterns=[".publisher/*", ".publisher/**"])
 """
+
+
+def compile_publisher(tree: Path | None = None) -> None:
+    """Byte-compile a publisher package (this one, or the one in `tree`) as `pip install` does, so a
+    push never compiles its source while it is timed, as no installed publisher does.
+    huggingface_hub is compiled at its install; without this, PYTHONDONTWRITEBYTECODE=1 in the
+    shell (or an edited module) would charge publisher alone ~0.05 s per run."""
+    package = tree / "publisher" if tree else Path(publisher.__file__).parent
+    if not compileall.compile_dir(package, quiet=1):
+        raise SystemExit(f"{package}: byte-compiling failed")
 
 
 def start_server(data: Path, latency_ms: float = 0.0) -> HubServer:

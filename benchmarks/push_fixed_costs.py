@@ -20,7 +20,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from push_common import push_argv, start_server, tool_env, upload_argv
+from push_common import compile_publisher, push_argv, start_server, tool_env, upload_argv
 
 HUB_IMPORTS = "import huggingface_hub.hf_api, huggingface_hub._commit_api"
 
@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
     project = args.project.resolve()
+    compile_publisher()
     py = sys.executable
 
     startup = _cpu([py, "-c", "pass"], args.repeat)

@@ -21,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-from push_common import push_argv, start_server, tool_env, upload_argv
+from push_common import compile_publisher, push_argv, start_server, tool_env, upload_argv
 
 
 def _timed(argv: list[str], env: dict, cwd: str) -> float:
@@ -46,6 +46,9 @@ def main() -> None:
     if args.baseline and not (args.baseline / "publisher" / "resources" / "matrix.yaml").is_file():
         raise SystemExit(f"{args.baseline}: no publisher/resources/matrix.yaml (give a folder holding a whole "
                          "publisher/ package, e.g. `git archive main publisher | tar -x -C SRC`)")
+    compile_publisher()
+    if args.baseline:
+        compile_publisher(args.baseline)
     build = project / "build"
     files = [p for p in build.rglob("*") if p.is_file() and ".publisher" not in p.parts and "__pycache__" not in p.parts]
     size = sum(p.stat().st_size for p in files)
