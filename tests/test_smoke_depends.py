@@ -113,6 +113,29 @@ def test_running_interpreter_is_asked_for_the_dependencies_not_changed(noarch_pr
     assert importlib.util.find_spec("tabulate") is None  # the user's environment is left as it was
 
 
+@pytest.mark.slow
+def test_the_kernels_own_python_depends_are_asked_for_not_installed_here(tmp_path):
+    # `kernels` refuses to load a variant whose python-depends are missing (kernels-community fla: einops)
+    import importlib.util
+    if importlib.util.find_spec("einops") is not None:
+        pytest.fail("this test needs a running interpreter without einops")
+    project = write_files(tmp_path / "halve", {
+        "build.toml": '[general]\nname = "halve"\nversion = 1\nedition = 5\nlicense = "MIT"\n'
+                      'backends = ["cpu"]\npython-depends = ["einops"]\n\n[torch-noarch]\n',
+        "torch-ext/halve/__init__.py": "import torch\n\n\ndef halve(x):\n    return x / 2\n",
+        "tests/test_halve.py": TEST_USING_TABULATE.replace("import tabulate\n", "")
+                                                  .replace("tabulate.tabulate([[1]]) and ", ""),
+    })
+    assert run_cli("build", str(project), "--local").returncode == 0
+    result = run_cli("test", str(project), "--json")
+    assert result.returncode == 1
+    entry = json.loads(result.stdout)["variants"]["torch-cpu"]
+    assert entry["status"] == "error", entry
+    assert "the kernel needs einops (build.toml python-depends" in entry["reason"]
+    assert "-m pip install einops" in entry["reason"]
+    assert importlib.util.find_spec("einops") is None  # the user's environment is left as it was
+
+
 def _cuda_toolchain():
     return next((t for t in recorded_toolchains() if "cu" in t.key), None)
 
@@ -127,14 +150,15 @@ def test_toolchain_test_environment_gets_the_dependencies(tmp_path):
         # the only variant left for a toolchain environment would be a compiled CUDA one (minutes of nvcc).
         pytest.skip("the running torch is a CUDA build: it tests torch-cuda itself, no toolchain environment does")
     python = str(toolchain.python)
-    # tabulate: declared in flake.nix; numpy: what kernel-builder's test shells hold undeclared
+    # tabulate: declared in flake.nix; numpy: what kernel-builder's test shells hold undeclared;
+    # einops: the kernel's own python-depends
     has = lambda module: subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0  # noqa: E731
-    for module in ("tabulate", "numpy"):
+    for module in ("tabulate", "numpy", "einops"):
         if has(module):  # left by an earlier run: start from an environment without it
             subprocess.run([uv_path(), "pip", "uninstall", "--python", python, module], capture_output=True, check=True)
     project = write_files(tmp_path / "halve", {
         "build.toml": '[general]\nname = "halve"\nversion = 1\nedition = 5\nlicense = "MIT"\n'
-                      'backends = ["cpu", "cuda"]\n\n[torch-noarch]\n',
+                      'backends = ["cpu", "cuda"]\npython-depends = ["einops"]\n\n[torch-noarch]\n',
         "torch-ext/halve/__init__.py": "import torch\n\n\ndef halve(x):\n    return x / 2\n",
         "tests/test_halve.py": TEST_USING_TABULATE,
         "flake.nix": FLAKE,
@@ -144,6 +168,6 @@ def test_toolchain_test_environment_gets_the_dependencies(tmp_path):
         result = run_cli("test", str(project), "--variant", "torch-cuda", "--allow-load-only", "--json",
                                env=dict(os.environ))
         assert "Traceback" not in result.stderr, result.stderr
-        assert has("tabulate") and has("numpy"), result.stdout + result.stderr
+        assert has("tabulate") and has("numpy") and has("einops"), result.stdout + result.stderr
     finally:
         subprocess.run([uv_path(), "pip", "uninstall", "--python", python, "tabulate"], capture_output=True)

@@ -100,12 +100,13 @@ def _missing_distributions(requirements: Sequence[str]) -> list[str]:
 
 def select_environment(
     variant: Variant, planned_for: Callable[[], PlannedVariant | None], on_line: Callable[[str], None],
-    test_depends: Sequence[str] = (),
+    test_depends: Sequence[str] = (), kernel_depends: Sequence[str] = (),
 ) -> TestEnvironment:
     """The environment to test `variant` in; `planned_for` looks the variant up
     in the plan (only when this interpreter cannot load it); `test_depends`:
-    the project's test dependencies (flake.nix pythonCheckInputs). Raises
-    EnvironmentProblem with the reason when there is none."""
+    the project's test dependencies (flake.nix pythonCheckInputs); `kernel_depends`:
+    the variant's own python-depends, without which `kernels` does not load it.
+    Raises EnvironmentProblem with the reason when there is none."""
     info = _this_interpreter()
     if can_load(variant, info, host_platform()):
         missing = missing_modules()
@@ -113,6 +114,14 @@ def select_environment(
             raise EnvironmentProblem(
                 f"{', '.join(missing)} not installed for {sys.executable}, which runs this variant's tests",
                 f"{sys.executable} -m pip install {' '.join(repr(p) for p in runner_packages())}",
+            )
+        missing = _missing_distributions(kernel_depends)
+        if missing:
+            raise EnvironmentProblem(
+                f"the kernel needs {', '.join(missing)} (build.toml python-depends; `kernels` does not load it "
+                f"without), not installed for {sys.executable}, which runs this variant's tests "
+                "(publisher does not change that environment)",
+                f"{sys.executable} -m pip install {' '.join(missing)}",
             )
         missing = _missing_distributions(test_depends)
         if missing:
@@ -143,7 +152,7 @@ def select_environment(
             ) from None
     # what kernel-builder's test shells hold undeclared goes only into environments publisher made
     implicit = implicit_test_depends(variant.compute, host_platform()) if toolchain.env_dir is not None else ()
-    ensure_packages(toolchain, [*runner_packages(), *implicit, *test_depends], on_line)
+    ensure_packages(toolchain, [*runner_packages(), *implicit, *test_depends, *kernel_depends], on_line)
     return TestEnvironment(str(toolchain.python), f"toolchain {toolchain.key}")
 
 

@@ -22,7 +22,7 @@ from publisher.project.model import Project
 from publisher.testing.environment import select_environment
 from publisher.testing.report import VariantTestResult
 from publisher.testing.run_variant import TestOptions, VariantUnderTest, run_variant
-from publisher.testing.test_depends import declared_test_depends
+from publisher.testing.test_depends import declared_test_depends, kernel_depends
 
 Sink = Callable[[str], None]
 
@@ -104,8 +104,10 @@ def run_tests(
             results.append(_not_testable(name, variant_dir, "the variant folder is not a valid build: " + "; ".join(check.problems[:3])))
         else:
             try:
-                env = select_environment(Variant.parse(name), lambda name=name: plan().get(name),
-                                         lambda line: on_progress("    " + line), test_depends)
+                variant = Variant.parse(name)
+                env = select_environment(variant, lambda name=name: plan().get(name),
+                                         lambda line: on_progress("    " + line), test_depends,
+                                         kernel_depends(variant_dir, variant.backend))
             except (PublisherError, ToolchainUnavailable) as err:
                 reason = getattr(err, "reason", None) or getattr(err, "message", str(err))
                 if getattr(err, "hint", None):

@@ -6,6 +6,7 @@ resources/test_depends.yaml."""
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from publisher.data import data_path
+from publisher.project import resources
 
 _DATA = data_path("test_depends.yaml")
 _CHECK_INPUTS = re.compile(r"\bpythonCheckInputs\s*=\s*(?:(\w+)\s*:\s*)?(?:with\s+\w+\s*;\s*)?\[(?P<body>[^\]]*)\]", re.S)
@@ -61,3 +63,16 @@ def implicit_requirement(module: str) -> str | None:
     test shells hold it without a declaration; None for any other module."""
     top = module.split(".")[0]
     return next((entry["requirement"] for entry in _data()["implicit"] if entry["module"] == top), None)
+
+
+def kernel_depends(variant_dir: Path, backend: str) -> tuple[str, ...]:
+    """pip requirements for the variant's own `python-depends` (its metadata.json): `kernels`
+    refuses to load a variant whose python-depends are not installed, so its test
+    environment needs them as a user's does. Names outside the curated list give nothing
+    (`check` refuses them before a build)."""
+    try:
+        names = json.loads((Path(variant_dir) / "metadata.json").read_text()).get("python-depends") or []
+    except (OSError, ValueError, AttributeError):
+        return ()
+    curated = {**resources.general_python_depends(), **resources.backend_python_depends(backend)}
+    return tuple(dict.fromkeys(curated[n]["pip"] for n in names if isinstance(n, str) and n in curated))
