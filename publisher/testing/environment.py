@@ -2,9 +2,9 @@
 when its torch can load the variant (what `--local` built; a CUDA torch also
 runs CPU variants), else a toolchain environment that exists and can, else the
 variant's toolchain environment from the plan (same torch, same CUDA major),
-with `kernels`, `pytest`, the project's test dependencies and what
-kernel-builder's test shells hold undeclared added (never added to the
-running interpreter: that is the user's own environment)."""
+with `kernels`, `pytest`, the project's test dependencies, the variant's
+python-depends and what kernel-builder's test shells hold undeclared added
+(never added to the running interpreter: that is the user's own environment)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,9 @@
 `pythonCheckInputs` of its flake.nix, kernel-builder's convention
 (`pythonCheckInputs = pkgs: with pkgs; [ einops numpy ];`, or
 `ps: [ ps.einops ]`), read statically and mapped to PyPI names through
-resources/test_depends.yaml."""
+resources/test_depends.yaml; what kernel-builder's test shells hold without a
+declaration (the same file's `implicit:`); and the variant's own
+`python-depends`, without which `kernels` does not load it."""
 
 from __future__ import annotations
 
