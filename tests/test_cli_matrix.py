@@ -22,15 +22,40 @@ def test_json_is_a_list_a_strategy_matrix_can_consume():
     assert len(names) == len(set(names))
 
 
-def test_machine_matrices_are_named_explicitly():
+MACHINE_MATRIX = """\
+schema: 1
+indexes:
+  pytorch-cpu: https://download.pytorch.org/whl/cpu
+torch:
+  - version: "2.12"
+    required: true
+    flavours:
+      - {compute: cpu, platforms: [x86_64-linux], source: pytorch-cpu, requirement: "torch==2.12.0+cpu"}
+"""
+
+
+def test_machine_matrices_are_named_explicitly(tmp_path):
     """The default matrix holds upstream policy only; a machine's cells come from its own file."""
+    from publisher.plan.matrix import load_matrix
+
     default = {r["variant"] for r in json.loads(run_cli("matrix", str(RMSNORM), "--json").stdout)}
-    for path, variant in [("matrices/cpu-2.13.yaml", "torch213-cxx11-cpu-x86_64-linux"),
-                          ("matrices/gpu-runner-torch211-cu130.yaml", "torch211-cxx11-cu130-x86_64-linux")]:
-        out = run_cli("matrix", str(RMSNORM), "--json", "--matrix", str(ROOT / path))
+    machine = tmp_path / "machine.yaml"  # a machine's own torch (a hypothetical 2.12 CPU wheel)
+    machine.write_text(MACHINE_MATRIX)
+    out = run_cli("matrix", str(RMSNORM), "--json", "--matrix", str(machine))
+    assert out.returncode == 0, out.stderr
+    assert [r["variant"] for r in json.loads(out.stdout)] == ["torch212-cxx11-cpu-x86_64-linux"]
+    assert "torch212-cxx11-cpu-x86_64-linux" not in default
+    # the repository's machine matrices (this project's dev/CI machine, its GPU test box): each gives the
+    # variants of its own cells, none of which the default matrix holds
+    files = sorted((ROOT / "matrices").glob("*.yaml"))
+    assert files
+    for path in files:
+        cells = {(c.torch, c.compute, c.platform) for c in load_matrix(path).cells}
+        out = run_cli("matrix", str(RMSNORM), "--json", "--matrix", str(path))
         assert out.returncode == 0, out.stderr
-        assert [r["variant"] for r in json.loads(out.stdout)] == [variant]
-        assert variant not in default
+        rows = json.loads(out.stdout)
+        assert rows and all((r["torch"], r["compute"], r["platform"]) in cells for r in rows), (path, rows)
+        assert not {r["variant"] for r in rows} & default, path
 
 
 def test_explain_accounts_for_every_cell():

@@ -26,12 +26,17 @@ def test_default_matrix_is_the_latest_two_releases_all_required():
 
 
 def test_machine_matrix_takes_toolkit_defaults_from_the_default(tmp_path):
-    gpu = load_matrix(ROOT / "matrices" / "gpu-runner-torch211-cu130.yaml")
-    (cell,) = gpu.cells
-    assert (cell.torch, cell.compute, cell.index_url, cell.torch_requirement) == ("2.11", "cu130", None, "torch==2.11.0")
-    assert gpu.toolkit_archs(cell) == load_matrix().toolkit_archs(cell) and gpu.toolkit_archs(cell)
-    (cpu,) = load_matrix(ROOT / "matrices" / "cpu-2.13.yaml").cells
-    assert cpu.index_url == "https://download.pytorch.org/whl/cpu" and cpu.torch_requirement == "torch==2.13.0+cpu"
+    # a machine's own matrix (hypothetical torch 2.12 wheels): no toolkit table of its own
+    machine = tmp_path / "machine.yaml"
+    machine.write_text(
+        "schema: 1\nindexes:\n  pytorch-cpu: https://download.pytorch.org/whl/cpu\ntorch:\n"
+        "  - version: '2.12'\n    required: true\n    flavours:\n"
+        "      - {compute: cu130, platforms: [x86_64-linux], source: pypi, requirement: 'torch==2.12.0'}\n"
+        "      - {compute: cpu, platforms: [x86_64-linux], source: pytorch-cpu, requirement: 'torch==2.12.0+cpu'}\n")
+    gpu, cpu = sorted(load_matrix(machine).cells, key=lambda c: c.compute != "cu130")
+    assert (gpu.torch, gpu.compute, gpu.index_url, gpu.torch_requirement) == ("2.12", "cu130", None, "torch==2.12.0")
+    assert load_matrix(machine).toolkit_archs(gpu) == load_matrix().toolkit_archs(gpu) and load_matrix(machine).toolkit_archs(gpu)
+    assert cpu.index_url == "https://download.pytorch.org/whl/cpu" and cpu.torch_requirement == "torch==2.12.0+cpu"
 
 
 def test_a_matrix_file_must_hold_valid_cells(tmp_path):

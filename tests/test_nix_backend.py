@@ -159,7 +159,7 @@ def _request(root: Path, tmp_path: Path, variant: str) -> BuildRequest:
     project, _ = load_project(root)
     planned = PlannedVariant(
         variant=Variant.parse(variant),
-        toolchain=ToolchainSpec("2.13", "cpu", SYSTEM, None, "torch==2.13.*"),
+        toolchain=ToolchainSpec("2.12", "cpu", SYSTEM, None, "torch==2.12.*"),
         required=False,
     )
     stage = tmp_path / "staging" / variant

@@ -11,7 +11,7 @@ from publisher.project.load import require_project
 from publisher.push.card import VariantRow, functions_and_layers, render
 
 SOFTCAP = Path(__file__).resolve().parent.parent / "kernel_projects" / "softcap"
-ROWS = [VariantRow("torch-cpu", "cpu", (), "passed (3 passed) on CPU (torch 2.13.0)")]
+ROWS = [VariantRow("torch-cpu", "cpu", (), "passed (3 passed) on CPU (torch 2.12.0)")]
 
 
 def _project(tmp_path: Path) -> Path:
@@ -40,7 +40,7 @@ def test_generated_card_has_usage_variants_and_benchmarks(tmp_path):
     text = card.text
     assert text.startswith("---\nlibrary_name: kernels\nlicense: apache-2.0\ntags:\n")
     assert 'get_kernel("org/softcap", version=1)' in text and "- `softcap`" in text
-    assert "| `torch-cpu` | cpu | - | passed (3 passed) on CPU (torch 2.13.0) |" in text
+    assert "| `torch-cpu` | cpu | - | passed (3 passed) on CPU (torch 2.12.0) |" in text
     assert "| shape | kernel_ms | torch_ms |" in text and "| 4x64 | 0.012 | 0.03 |" in text
     assert "![speed](benchmarks/speed.png)" in text and card.media == {"benchmarks/speed.png": root / "benchmarks" / "speed.png"}
 

@@ -26,7 +26,7 @@ SYSTEMS = [
     (System("2.14", "cu132", "x86_64-linux"), {"torch_version": "2.14.0", "cuda": "13.2", "cxx11_abi": True}),
     (System("2.15", "cpu", "x86_64-linux"), {"torch_version": "2.15.0+cpu", "cxx11_abi": True}),
     (System("2.15", "cpu", "aarch64-darwin"), {"torch_version": "2.15.0"}),
-    (System("2.13", "rocm71", "x86_64-linux"), {"torch_version": "2.13.0", "hip": "7.1.1"}),
+    (System("2.12", "rocm71", "x86_64-linux"), {"torch_version": "2.12.0", "hip": "7.1.1"}),
 ]
 
 

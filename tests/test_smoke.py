@@ -171,7 +171,7 @@ def test_loaded_not_run_fails_the_run_unless_load_only_is_allowed(broken_cuda_pr
 
 
 def test_only_the_variant_under_test_is_loaded(broken_project, fresh_copy, tmp_path):
-    """build/ holds the broken torch213 CPU variant and a correct Python-only
+    """build/ holds the broken CPU variant of the running torch and a correct Python-only
     `torch-cpu` build of the same kernel. `kernels` would prefer the first;
     testing the second must load the second."""
     project = fresh_copy(broken_project)

@@ -76,8 +76,8 @@ def test_tail_is_bounded_and_redacted(monkeypatch):
 
 def test_report_entry_has_the_fields_the_push_stage_reads():
     result = VariantTestResult(
-        variant="torch213-cxx11-cpu-x86_64-linux", status="passed", fingerprint="f" * 64, on_hardware=True,
-        device={"gpu": None, "torch": "2.13.0", "python": "3.11.7", "platform": "x86_64-linux", "extra": 1},
+        variant="torch212-cxx11-cpu-x86_64-linux", status="passed", fingerprint="f" * 64, on_hardware=True,
+        device={"gpu": None, "torch": "2.12.0", "python": "3.11.7", "platform": "x86_64-linux", "extra": 1},
         tests=TestCounts(passed=3), seconds=1.234, output_tail="3 passed", time="2026-01-01T00:00:00+00:00",
     )
     entry = result.entry()

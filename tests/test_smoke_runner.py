@@ -22,7 +22,7 @@ def test_no_repo_id_when_the_tests_name_several(tmp_path):
 
 def test_only_the_variant_under_test_is_visible(tmp_path):
     build = tmp_path / "project" / "build"
-    for name in ("torch213-cxx11-cpu-x86_64-linux", "torch-cpu"):
+    for name in ("torch212-cxx11-cpu-x86_64-linux", "torch-cpu"):
         (build / name).mkdir(parents=True)
     tests = tmp_path / "project" / "tests"
     tests.mkdir()

@@ -76,7 +76,7 @@ def test_extra_packages_on_a_foreign_interpreter_are_checked_not_installed():
 def test_uninstallable_torch_is_unavailable_and_leaves_no_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("PUBLISHER_CACHE_DIR", str(tmp_path))
     with pytest.raises(ToolchainUnavailable, match="could not install"):
-        ensure_toolchain(_spec(torch="2.13", torch_requirement="torch==0.0.1"))
+        ensure_toolchain(_spec(torch="2.12", torch_requirement="torch==0.0.1"))
     assert [p.name for p in (tmp_path / "toolchains").iterdir() if not p.name.endswith(".lock")] == []
 
 

@@ -56,7 +56,7 @@ def test_every_planned_name_parses_in_kernels_to_the_same_name(plan):
 @pytest.mark.parametrize(
     "name",
     ["torch-cpu", "torch-cuda", "torch-stable-abi210-cu126-x86_64-linux", "torch215-metal-aarch64-darwin",
-     "torch213-cxx11-rocm71-x86_64-linux", "torch214-cxx11-xpu20253-x86_64-linux"],
+     "torch212-cxx11-rocm71-x86_64-linux", "torch214-cxx11-xpu20253-x86_64-linux"],
 )
 def test_round_trip_names(name):
     assert Variant.parse(name).name == name
