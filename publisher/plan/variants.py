@@ -57,7 +57,7 @@ def all_platforms() -> list[str]:
 class Variant:
     """One build variant. `framework` is torch, torch-stable-abi, tvm-ffi or
     torch-noarch; `version` is the torch (or stable-ABI / tvm-ffi) minor
-    version as "2.13" (None for noarch); `compute` is cpu/cuXY/rocmXY/
+    version as "2.15" (None for noarch); `compute` is cpu/cuXY/rocmXY/
     xpuYYYYM/metal (for noarch: the backend name)."""
 
     framework: str

@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass
 
 @dataclass(frozen=True)
 class ToolchainSpec:
-    torch: str  # minor release, "2.13"
+    torch: str  # minor release, "2.15"
     compute: str  # cpu, cu130, rocm71, xpu20252, metal
     platform: str  # x86_64-linux ...
     index_url: str | None  # None = the PyPI default wheel
-    torch_requirement: str  # pip requirement, e.g. "torch==2.13.*"
+    torch_requirement: str  # pip requirement, e.g. "torch==2.15.*"
     extra_requirements: tuple[str, ...] = ()  # e.g. nvidia-cuda-nvcc for a CUDA compiler
     python: str | None = None  # use this existing interpreter (--local) instead of creating an env
 
