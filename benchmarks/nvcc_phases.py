@@ -37,7 +37,8 @@ def nvcc_edges(ninja: str) -> list[tuple[str, str, str]]:
     if rule is None:
         return []
     edges = re.findall(r"build\s+\S+:\s+nvcc\s+(\S+)\n\s+flags = (.*)", text)
-    return [(rule.group(1), source, " ".join(flags.split())) for source, flags in edges]
+    unescape = lambda text: re.sub(r"\$([$ :])", r"\1", text)  # noqa: E731  (ninja's $$, "$ ", "$:")
+    return [(rule.group(1), unescape(source), unescape(" ".join(flags.split()))) for source, flags in edges]
 
 
 def phases(nvcc: str, source: str, flags: str, scratch: Path) -> tuple[dict[str, float], int, float]:
@@ -47,8 +48,10 @@ def phases(nvcc: str, source: str, flags: str, scratch: Path) -> tuple[dict[str,
     argv = [nvcc, *shlex.split(flags), "--threads", "1", "--time", str(table), "-c", source,
             "-o", str(scratch / "out.o")]
     start = time.perf_counter()
-    subprocess.run(argv, check=True, env=env, capture_output=True)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{source}: nvcc failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
     spent: dict[str, float] = defaultdict(float)
     archs = set()
     with table.open() as fh:

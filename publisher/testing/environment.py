@@ -115,21 +115,16 @@ def select_environment(
                 f"{', '.join(missing)} not installed for {sys.executable}, which runs this variant's tests",
                 f"{sys.executable} -m pip install {' '.join(repr(p) for p in runner_packages())}",
             )
-        missing = _missing_distributions(kernel_depends)
-        if missing:
-            raise EnvironmentProblem(
-                f"the kernel needs {', '.join(missing)} (build.toml python-depends; `kernels` does not load it "
-                f"without), not installed for {sys.executable}, which runs this variant's tests "
-                "(publisher does not change that environment)",
-                f"{sys.executable} -m pip install {' '.join(missing)}",
-            )
-        missing = _missing_distributions(test_depends)
-        if missing:
-            raise EnvironmentProblem(
-                f"the project's tests need {', '.join(missing)} (flake.nix pythonCheckInputs), not installed for "
-                f"{sys.executable}, which runs this variant's tests (publisher does not change that environment)",
-                f"{sys.executable} -m pip install {' '.join(missing)}",
-            )
+        for needed, who in ((kernel_depends, "the kernel needs {} (build.toml python-depends; `kernels` does not "
+                                             "load it without)"),
+                            (test_depends, "the project's tests need {} (flake.nix pythonCheckInputs)")):
+            missing = _missing_distributions(needed)
+            if missing:
+                raise EnvironmentProblem(
+                    f"{who.format(', '.join(missing))}, not installed for {sys.executable}, which runs this "
+                    "variant's tests (publisher does not change that environment)",
+                    f"{sys.executable} -m pip install {' '.join(missing)}",
+                )
         return TestEnvironment(sys.executable, f"this interpreter (torch {info['torch_version']})")
     from publisher.toolchains.provision import ensure_packages, ensure_toolchain, recorded_toolchains
 
