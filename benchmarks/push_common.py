@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -19,10 +20,10 @@ UPLOAD = """
 import sys
 from huggingface_hub import HfApi
 api = HfApi()
-repo, folder = sys.argv[1], sys.argv[2]
+repo, folder, branch = sys.argv[1], sys.argv[2], sys.argv[3]
 api.create_repo(repo, repo_type="kernel", exist_ok=True)
-api.create_branch(repo, branch="v1", repo_type="kernel", exist_ok=True)
-api.upload_folder(repo_id=repo, folder_path=folder, path_in_repo="build", repo_type="kernel", revision="v1",
+api.create_branch(repo, branch=branch, repo_type="kernel", exist_ok=True)
+api.upload_folder(repo_id=repo, folder_path=folder, path_in_repo="build", repo_type="kernel", revision=branch,
                   ignore_patterns=[".publisher/*", ".publisher/**"])
 """
 
@@ -37,6 +38,21 @@ def compile_publisher(tree: Path | None = None) -> None:
         raise SystemExit(f"{package}: byte-compiling failed")
 
 
+def next_release(project: Path, dest: Path) -> Path:
+    """A copy of `project` as its next release would be: every variant's binary files hold new bytes
+    (of the same size), recorded in its metadata digest as a rebuild would."""
+    from publisher.builder.metadata import METADATA, read_metadata, write_metadata
+
+    copy = dest / project.name
+    shutil.copytree(project, copy, ignore=shutil.ignore_patterns(".publisher", "__pycache__"))
+    for variant in sorted(p for p in (copy / "build").iterdir() if (p / METADATA).is_file()):
+        for path in variant.rglob("*"):
+            if path.is_file() and path.suffix not in (".py", ".json", ".sigstore"):
+                path.write_bytes(os.urandom(path.stat().st_size))
+        write_metadata(variant, {k: v for k, v in read_metadata(variant).items() if k != "digest"})
+    return copy
+
+
 def start_server(data: Path, latency_ms: float = 0.0) -> HubServer:
     """The server on 127.0.0.1; latency_ms is added to every answer (a Hub across a network)."""
     return HubServer(data, ServerConfig(tokens={TOKEN: "write"}, latency=latency_ms / 1000)).start()
@@ -48,9 +64,10 @@ def tool_env(server: HubServer, data: Path) -> dict[str, str]:
     return env
 
 
-def push_argv(repo: str, project: Path) -> list[str]:
-    return [sys.executable, "-m", "publisher", "push", repo, str(project), "--allow-untested", "--partial", "--no-card"]
+def push_argv(repo: str, project: Path, branch: str = "v1") -> list[str]:
+    return [sys.executable, "-m", "publisher", "push", repo, str(project), "--allow-untested", "--partial", "--no-card",
+            "--branch", branch]
 
 
-def upload_argv(repo: str, project: Path) -> list[str]:
-    return [sys.executable, "-c", UPLOAD, repo, str(project / "build")]
+def upload_argv(repo: str, project: Path, branch: str = "v1") -> list[str]:
+    return [sys.executable, "-c", UPLOAD, repo, str(project / "build"), branch]

@@ -1,6 +1,9 @@
 """Push time vs huggingface_hub's `upload_folder` of the same build folder to
 the same Hub-compatible server (127.0.0.1), and the bytes each sends on an
-unchanged re-push (request bodies counted at the server).
+unchanged re-push (request bodies counted at the server). Three pushes per
+repo: the first (a new repo, branch v1), an unchanged re-push of v1, and the
+next release (branch v2 of the same repo, as each release after the first is,
+from a copy of PROJECT whose binary files hold new bytes).
 
     .venv/bin/python benchmarks/push_vs_upload_folder.py [PROJECT]
 
@@ -21,7 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
-from push_common import compile_publisher, push_argv, start_server, tool_env, upload_argv
+from push_common import compile_publisher, next_release, push_argv, start_server, tool_env, upload_argv
 
 
 def _timed(argv: list[str], env: dict, cwd: str) -> float:
@@ -61,9 +64,10 @@ def main() -> None:
 def table(project: Path, latency: float, repeat: int, baseline: Path | None) -> None:
     with tempfile.TemporaryDirectory() as data:
         server = start_server(Path(data), latency)
+        following = next_release(project, Path(data) / "next")
         env = tool_env(server, Path(data))
         tools = ["publisher push", "upload_folder"] + (["baseline push"] if baseline else [])
-        rows: dict[str, tuple[list, ...]] = {tool: ([], [], [], [], []) for tool in tools}
+        rows: dict[str, tuple[list, ...]] = {tool: ([], [], [], [], [], [], []) for tool in tools}
         for _ in range(repeat):
             for tool in rows:
                 repo = f"bench{uuid.uuid4().hex[:6]}/{project.name}"
@@ -79,17 +83,23 @@ def table(project: Path, latency: float, repeat: int, baseline: Path | None) -> 
                 rows[tool][2].append(server.state.stats()["bytes_in_total"])
                 rows[tool][3].append(first_calls)
                 rows[tool][4].append(sum(server.state.stats()["requests"].values()))
+                server.state.reset_stats()
+                argv = upload_argv(repo, following, "v2") if tool == "upload_folder" else push_argv(repo, following, "v2")
+                rows[tool][5].append(_timed(argv, env_of_tool, data))
+                rows[tool][6].append(sum(server.state.stats()["requests"].values()))
         server.close()
 
     print(f"\nlatency added per request: {latency:g} ms")
-    base_first, base_again = (statistics.median(v) for v in rows["upload_folder"][:2])
+    base_first, base_again, base_next = (statistics.median(rows["upload_folder"][i]) for i in (0, 1, 5))
     print(f"{'tool':<16} {'first push (s)':>15} {'ratio':>6} {'requests':>8} {'unchanged re-push (s)':>22} "
-          f"{'ratio':>6} {'requests':>8} {'re-push bytes sent':>19}")
-    for tool, (first, again, sent, first_calls, again_calls) in rows.items():
-        f, a = statistics.median(first), statistics.median(again)
+          f"{'ratio':>6} {'requests':>8} {'re-push bytes sent':>19} {'next release (s)':>16} {'ratio':>6} "
+          f"{'requests':>8}")
+    for tool, (first, again, sent, first_calls, again_calls, following, following_calls) in rows.items():
+        f, a, n = statistics.median(first), statistics.median(again), statistics.median(following)
         print(f"{tool:<16} {f:>15.2f} {f / base_first:>6.2f} {int(statistics.median(first_calls)):>8} "
               f"{a:>22.2f} {a / base_again:>6.2f} {int(statistics.median(again_calls)):>8} "
-              f"{int(statistics.median(sent)):>19}")
+              f"{int(statistics.median(sent)):>19} {n:>16.2f} {n / base_next:>6.2f} "
+              f"{int(statistics.median(following_calls)):>8}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -273,11 +273,13 @@ class HubClient:
         return self._call(f"look up {owner} on the Hub", overview)
 
     # -- writes --------------------------------------------------------------
-    def upload(self, repo_id: str, uploads: Iterable[Upload], revision: str) -> list[CommitOperationAdd | CommitOperationDelete]:
+    def upload(self, repo_id: str, uploads: Iterable[Upload], revision: str,
+               sent: Mapping[str, CommitOperationAdd] | None = None) -> list[CommitOperationAdd | CommitOperationDelete]:
         """Send the LFS files of `uploads` ahead of their commit (LFS objects belong
         to the repo, not to a branch); `revision` answers which files are LFS and
-        which are unchanged. Pass the result to commit(..., operations=...)."""
-        operations = [u.operation() for u in uploads]
+        which are unchanged. Pass the result to commit(..., operations=...).
+        `sent`: path -> an operation already uploaded, asked of the same revision (not sent again)."""
+        operations = [(sent or {}).get(u.path_in_repo) or u.operation() for u in uploads]
         additions = [op for op in operations if isinstance(op, CommitOperationAdd)]
         self._call(f"upload to {repo_id}", lambda: self.api.preupload_lfs_files(
             repo_id, additions, repo_type=REPO_TYPE, revision=revision, free_memory=False))

@@ -6,7 +6,8 @@ release:
 - new version branch: the commit is made on a staging branch (a name `kernels`
   ignores) started at main's head, and only then is `v<N>` created at that
   commit; the version branch appears complete or not at all. The staging branch
-  is made while the LFS files upload (they belong to the repo, not to a branch).
+  is made while the LFS files upload (they belong to the repo, not to a branch),
+  or, by the push stage, while its plan is made.
 
 A commit whose answer was lost (dropped connection, 5xx after it landed) is
 recognised by reading the branch back: if it holds exactly this push's files
@@ -17,15 +18,16 @@ moved elsewhere another push won.
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
 
 from publisher.errors import ConflictError, TransientError, UsageError, VerificationFailed
 from publisher.push.changes import ADD, DELETE, LocalFile, PushPlan, benchmark_files, make_plan
+from publisher.push.early import EarlyUpload
 from publisher.push.hub_client import HubClient, RemoteFile, Upload
 from publisher.push.verify import compare
 
@@ -107,11 +109,14 @@ def _verify(client: HubClient, plan: PushPlan, commit: str | None) -> None:
 
 
 def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool,
-            background: Executor | None = None) -> CommitOutcome:
+            background: Executor | None = None, early: EarlyUpload | None = None,
+            staging: Staging | None = None) -> CommitOutcome:
     """Commit the plan and verify it; raises VerificationFailed when the commit
     does not hold this build (a new version branch is then not created).
     `background` removes the staging branch while the caller goes on (its
-    threads are joined before the process exits)."""
+    threads are joined before the process exits). `early`: the build's files,
+    sent while the plan was made; `staging`: a new version's staging branch,
+    started then (removed here, whatever happens)."""
     if plan.is_noop:
         _verify(client, plan, None)
         return CommitOutcome(None)
@@ -119,6 +124,8 @@ def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool,
     message = COMMIT_MESSAGE.format(repo=plan.repo_id.split("/")[-1], version=version, variants=", ".join(names))
     description = "Published with publisher as one commit."
     if plan.branch_exists:
+        if early is not None:
+            early.wait()  # the commit, asked of this branch, then finds the LFS objects on the Hub
         outcome = _commit_reconciled(client, plan, plan.branch, message, description, create_pr)
         _verify(client, plan, outcome.commit)
         return outcome
@@ -126,24 +133,22 @@ def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool,
         raise UsageError(f"--create-pr needs branch {plan.branch} to exist on {plan.repo_id}",
                          "push once without --create-pr to create the version branch")
     _remove_stale_staging(client, plan)
-    staging = f"{STAGING_PREFIX}{plan.branch}-{int(time.time())}-{secrets.token_hex(3)}"
-    cleanup = partial(_try, lambda: client.delete_branch(plan.repo_id, staging))
+    staging = staging or Staging(client, plan.repo_id, plan.branch, plan.parent_commit)
     removing = None
     own = ThreadPoolExecutor(max_workers=1, thread_name_prefix="publisher-cleanup")  # without `background`
     try:
-        # the staging branch is made while the files upload: two round trips (three in a repo this
-        # push created, whose main head is read first) that no longer wait for each other
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="publisher-staging") as side:
-            started = side.submit(_start_staging, client, plan, staging)
-            # asked of main, the ref a publisher writes anyway (the card): the staging branch does not exist yet
-            operations = client.upload(plan.repo_id, plan.uploads(), "main")
-            plan = replace(plan, parent_commit=started.result())
-        outcome = _commit_reconciled(client, plan, staging, message, description, False, operations)
+        # the staging branch is made while the files upload (or, started by the caller, while the plan was
+        # made): round trips that do not wait for each other.
+        # Asked of main, the ref a publisher writes anyway (the card): the staging branch may not exist yet
+        uploads = plan.uploads()
+        operations = client.upload(plan.repo_id, uploads, "main", early.operations(uploads) if early else None)
+        plan = replace(plan, parent_commit=staging.parent())
+        outcome = _commit_reconciled(client, plan, staging.name, message, description, False, operations)
         assert outcome.commit is not None
         _verify(client, plan, outcome.commit)  # before the version branch exists: a bad commit never shows
         # the verified commit is named by its id from here on: the staging branch goes while the
         # version branch is created (a git commit outlives the ref it was made on)
-        removing = (background or own).submit(cleanup)
+        removing = (background or own).submit(staging.remove)
         if not client.create_branch(plan.repo_id, plan.branch, outcome.commit):
             if client.branches(plan.repo_id).get(plan.branch) != outcome.commit:
                 raise ConflictError(f"branch {plan.branch} of {plan.repo_id} was created by another push while "
@@ -151,19 +156,46 @@ def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool,
                                     "run the push again: it compares with what is there now")
     finally:
         if removing is None:
-            cleanup()
+            staging.remove()
         own.shutdown(wait=True)  # waits for the removal when it ran there
     return outcome
 
 
-def _start_staging(client: HubClient, plan: PushPlan, staging: str) -> str:
-    """Create the staging branch at the plan's parent (main's head, read now for a
-    repo this push created) and return that commit."""
-    parent = plan.parent_commit or client.branches(plan.repo_id).get("main")
-    if parent is None:
-        raise UsageError(f"{plan.repo_id} has no main branch to start {plan.branch} from")
-    client.create_branch(plan.repo_id, staging, parent)
-    return parent
+class Staging:
+    """The branch a new version's commit is made on (a name `kernels` ignores), created in the
+    background at `parent` (main's head; read first, for a repo this push created)."""
+
+    def __init__(self, client: HubClient, repo_id: str, branch: str, parent: str | None):
+        self.name = f"{STAGING_PREFIX}{branch}-{int(time.time())}-{secrets.token_hex(3)}"
+        self._client, self._repo_id, self._branch = client, repo_id, branch
+        self._removed = False
+        self._started: Future = Future()
+        threading.Thread(target=self._start, args=(parent,), name="publisher-staging", daemon=True).start()
+
+    def _start(self, parent: str | None) -> None:
+        try:
+            parent = parent or self._client.branches(self._repo_id).get("main")
+            if parent is None:
+                raise UsageError(f"{self._repo_id} has no main branch to start {self._branch} from")
+            self._client.create_branch(self._repo_id, self.name, parent)
+            self._started.set_result(parent)
+        except BaseException as err:  # noqa: BLE001 - raised by parent()
+            self._started.set_exception(err)
+
+    def parent(self) -> str:
+        """The commit the staging branch starts at, once it exists (raises what creating it raised)."""
+        return self._started.result()
+
+    def remove(self) -> None:
+        """Best effort and once; waits for the creation first, so nothing is left behind."""
+        if self._removed:
+            return
+        self._removed = True
+        try:
+            self._started.result()
+        except BaseException:  # noqa: BLE001 - never created
+            return
+        _try(lambda: self._client.delete_branch(self._repo_id, self.name))
 
 
 def _remove_stale_staging(client: HubClient, plan: PushPlan) -> None:

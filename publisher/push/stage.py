@@ -29,14 +29,15 @@ from publisher.findings import Finding, render_line
 from publisher.hub_names import repo_id_problem
 from publisher.options import PushOptions
 from publisher.plan import resolver, selection
-from publisher.plan.matrix import find_matrix, load_matrix
+from publisher.plan.matrix import Matrix, find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.project.model import Project
 from publisher.push import card as card_mod
 from publisher.push import coverage, gate, verify
-from publisher.push.changes import PushPlan
+from publisher.push.changes import PushPlan, benchmark_files, variant_files
+from publisher.push.early import EarlyUpload
 from publisher.push.hub_client import HubClient, RetryPolicy
-from publisher.push.publish import CommitOutcome, plan_push, plan_without_hub, publish, publish_card
+from publisher.push.publish import CommitOutcome, Staging, plan_push, plan_without_hub, publish, publish_card
 
 
 class PushEvents(Protocol):
@@ -82,7 +83,6 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     # the repo's branches are asked for while the gate reads every byte of the build; a failed look-ahead is
     # simply asked again below (with retries), and a refused push never waits for it
     early = _in_background(lambda: client.single_attempt().branches_if_exists(repo_id)) if client else None
-    _in_background(resolver.warm)  # `kernels`, for the resolution table, is imported while the Hub answers
 
     # one variant per thread: hashing releases the GIL, and the gate reads every byte of the build
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as hashing:
@@ -99,91 +99,107 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     if client is None:
         raise client_problem
     hashes = {v.variant: v.sha256 for v in verdicts}  # verified by the gate: not computed again
+    sending = None if dry_run else _send_early(client, repo_id, branch, early, variants, hashes, project, matrix,
+                                               options.partial)
+    # `kernels`, for the resolution table, is imported while the Hub answers (not before: its import
+    # would hold up the requests above, which wait for the same interpreter lock)
+    _in_background(resolver.warm)
     unreachable = None
+    staging = None
     try:
-        listed = _answer(early) if early else None
-        if early is None or (isinstance(listed, BaseException) and not dry_run):
-            listed = client.branches_if_exists(repo_id)  # None: no such repo yet
-        elif isinstance(listed, BaseException):
-            raise listed  # a dry run asks once
-        plan = plan_push(client, repo_id, branch, variants, project.root, listed or {}, sha256=hashes)
-    except (TransientError, OfflineError) as err:
-        if not dry_run:
-            raise
-        unreachable, listed = err.message, None
-        plan = plan_without_hub(repo_id, branch, variants, project.root, hashes)
-    covered = coverage.check(project, matrix, list(variants) + list(plan.kept_variants))
-    gap = covered.finding(options.partial, f"{repo_id}@{branch}")
-    if gap is not None:
-        findings.append(gap)
-        errors += [gap] if gap.is_error else []
-    for f in findings:
-        if not f.is_error:
-            events.note(f"warning: {render_line(f)}")
-    if errors and not dry_run:
-        raise refusal(errors)
-
-    rows = [card_mod.VariantRow(v.variant, v.metadata["backend"]["type"], tuple(v.metadata["backend"].get("archs") or ()),
-                                card_mod.describe_test(v.test)) for v in verdicts]
-    kept_rows = [card_mod.VariantRow(n, "?", (), "published earlier") for n in plan.kept_variants]
-    signed = any((build_dir / name / SIGNATURE).is_file() for name in variants)
-    card = card_mod.render(project, repo_id, version, rows + kept_rows, covered.missing, signer=options.signer,
-                           signed=signed)
-    readme = state.state_dir(build_dir) / "README.md"
-    readme.parent.mkdir(parents=True, exist_ok=True)
-    readme.write_text(card.text)
-
-    report: dict = {"repo_id": repo_id, "branch": branch, "version": version, "dry_run": dry_run,
-                    "endpoint": client.endpoint, "plan": plan.to_dict(), "card": str(readme),
-                    "refused": [f"{f.code} {f.message}" for f in errors],
-                    "warnings": [f"{f.code} {f.message}" for f in findings if not f.is_error],
-                    "findings": [f.to_json() for f in findings],
-                    "missing_required": dict(covered.missing),
-                    "hub": {"compared": unreachable is None, "problem": unreachable}}
-    if unreachable:
-        events.note(f"note: could not compare with the Hub ({unreachable}); the plan shows every file as added, "
-                    "and cannot say which files are unchanged, which variants the branch keeps, or whether the branch "
-                    "exists")
-    events.planned(repo_id, branch, plan, dry_run)
-    # which environment loads which variant: `kernels` is imported and asked while the files travel
-    resolving = _in_background(lambda: verify.resolve_cells(list(variants) + list(plan.kept_variants),
-                                                            coverage.targeted_cells(project, matrix)))
-    result = PushResult(repo_id, version, report, (), tuple(errors))
-    if dry_run:
-        return _with_resolutions(result, resolving, events)
-
-    main_read_early = None
-    if options.card and plan.branches.get("main"):  # main's files, for the card, are read while the build uploads
-        head = plan.branches["main"]
-        if not plan.branch_exists and plan.parent_commit == head:
-            reading: Future = Future()
-            reading.set_result(plan.remote)  # a new version branch was planned against main: read already
-        else:
-            reading = _in_background(lambda: client.single_attempt().tree(repo_id, head))
-        main_read_early = partial(_main_as_read, client, repo_id, head, reading)
-    if listed is None:  # a new repo (its plan compared with nothing); main's head is read while the files upload
-        client.ensure_repo(repo_id, options.private)
-    if not plan.is_noop:
-        events.note(f"uploading {len(plan.changes)} change(s), {size(plan.bytes_to_send)}, as one commit")
-    outcome = publish(client, plan, version, options.create_pr, background=ThreadPoolExecutor(max_workers=1))
-    report.update(commit=outcome.commit, reconciled=outcome.reconciled, pr_url=outcome.pr_url)
-    report["verified"] = True  # publish() compared the commit's files with this build (it raises otherwise)
-    report["verify_problems"] = []
-    events.committed(outcome, branch, len(plan.expected()))
-
-    if options.card:
         try:
-            card_outcome = publish_card(client, repo_id, readme, card.media, options.create_pr,
-                                        main_read_early)
-        except PublisherError as err:
-            raise PublishedIncomplete(
-                f"the kernel is published: {branch} of {repo_id} holds this build (commit "
-                f"{(outcome.commit or plan.parent_commit or '?')[:12]}, verified), but the card commit to main failed: "
-                f"{err.message}", "run the same push again: the branch is unchanged (no-op) and the card is retried",
-            ) from None
-        report["card_commit"] = card_outcome.commit
-        events.card(card_outcome.commit)
-    return _with_resolutions(result, resolving, events)
+            listed = _answer(early) if early else None
+            if early is None or (isinstance(listed, BaseException) and not dry_run):
+                listed = client.branches_if_exists(repo_id)  # None: no such repo yet
+            elif isinstance(listed, BaseException):
+                raise listed  # a dry run asks once
+            if sending is not None and listed and branch not in listed and listed.get("main"):
+                # a new version branch's staging branch is made while main's files are read for the plan;
+                # removed below if the push stops before its commit
+                staging = Staging(client, repo_id, branch, listed["main"])
+            plan = plan_push(client, repo_id, branch, variants, project.root, listed or {}, sha256=hashes)
+        except (TransientError, OfflineError) as err:
+            if not dry_run:
+                raise
+            unreachable, listed = err.message, None
+            plan = plan_without_hub(repo_id, branch, variants, project.root, hashes)
+        covered = coverage.check(project, matrix, list(variants) + list(plan.kept_variants))
+        gap = covered.finding(options.partial, f"{repo_id}@{branch}")
+        if gap is not None:
+            findings.append(gap)
+            errors += [gap] if gap.is_error else []
+        for f in findings:
+            if not f.is_error:
+                events.note(f"warning: {render_line(f)}")
+        if errors and not dry_run:
+            raise refusal(errors)
+
+        rows = [card_mod.VariantRow(v.variant, v.metadata["backend"]["type"], tuple(v.metadata["backend"].get("archs") or ()),
+                                    card_mod.describe_test(v.test)) for v in verdicts]
+        kept_rows = [card_mod.VariantRow(n, "?", (), "published earlier") for n in plan.kept_variants]
+        signed = any((build_dir / name / SIGNATURE).is_file() for name in variants)
+        card = card_mod.render(project, repo_id, version, rows + kept_rows, covered.missing, signer=options.signer,
+                               signed=signed)
+        readme = state.state_dir(build_dir) / "README.md"
+        readme.parent.mkdir(parents=True, exist_ok=True)
+        readme.write_text(card.text)
+
+        report: dict = {"repo_id": repo_id, "branch": branch, "version": version, "dry_run": dry_run,
+                        "endpoint": client.endpoint, "plan": plan.to_dict(), "card": str(readme),
+                        "refused": [f"{f.code} {f.message}" for f in errors],
+                        "warnings": [f"{f.code} {f.message}" for f in findings if not f.is_error],
+                        "findings": [f.to_json() for f in findings],
+                        "missing_required": dict(covered.missing),
+                        "hub": {"compared": unreachable is None, "problem": unreachable}}
+        if unreachable:
+            events.note(f"note: could not compare with the Hub ({unreachable}); the plan shows every file as added, "
+                        "and cannot say which files are unchanged, which variants the branch keeps, or whether the branch "
+                        "exists")
+        events.planned(repo_id, branch, plan, dry_run)
+        # which environment loads which variant: `kernels` is imported and asked while the files travel
+        resolving = _in_background(lambda: verify.resolve_cells(list(variants) + list(plan.kept_variants),
+                                                                coverage.targeted_cells(project, matrix)))
+        result = PushResult(repo_id, version, report, (), tuple(errors))
+        if dry_run:
+            return _with_resolutions(result, resolving, events)
+
+        main_read_early = None
+        if options.card and plan.branches.get("main"):  # main's files, for the card, are read while the build uploads
+            head = plan.branches["main"]
+            if not plan.branch_exists and plan.parent_commit == head:
+                reading: Future = Future()
+                reading.set_result(plan.remote)  # a new version branch was planned against main: read already
+            else:
+                reading = _in_background(lambda: client.single_attempt().tree(repo_id, head))
+            main_read_early = partial(_main_as_read, client, repo_id, head, reading)
+        if listed is None:  # a new repo (its plan compared with nothing); main's head is read while the files upload
+            client.ensure_repo(repo_id, options.private)
+        if not plan.is_noop:
+            events.note(f"uploading {len(plan.changes)} change(s), {size(plan.bytes_to_send)}, as one commit")
+        outcome = publish(client, plan, version, options.create_pr, background=ThreadPoolExecutor(max_workers=1),
+                          early=sending, staging=staging)
+        report.update(commit=outcome.commit, reconciled=outcome.reconciled, pr_url=outcome.pr_url)
+        report["verified"] = True  # publish() compared the commit's files with this build (it raises otherwise)
+        report["verify_problems"] = []
+        events.committed(outcome, branch, len(plan.expected()))
+
+        if options.card:
+            try:
+                card_outcome = publish_card(client, repo_id, readme, card.media, options.create_pr,
+                                            main_read_early)
+            except PublisherError as err:
+                raise PublishedIncomplete(
+                    f"the kernel is published: {branch} of {repo_id} holds this build (commit "
+                    f"{(outcome.commit or plan.parent_commit or '?')[:12]}, verified), but the card commit to main failed: "
+                    f"{err.message}", "run the same push again: the branch is unchanged (no-op) and the card is retried",
+                ) from None
+            report["card_commit"] = card_outcome.commit
+            events.card(card_outcome.commit)
+        return _with_resolutions(result, resolving, events)
+    except BaseException:
+        if staging is not None:
+            staging.remove()  # a push that stops before its commit leaves no branch of its own behind
+        raise
 
 
 def _in_background(work: Callable[[], object]) -> Future:
@@ -198,6 +214,25 @@ def _in_background(work: Callable[[], object]) -> Future:
 
     threading.Thread(target=run, name="publisher-push-side", daemon=True).start()
     return future
+
+
+def _send_early(client: HubClient, repo_id: str, branch: str, look_ahead: Future | None, variants: dict[str, Path],
+                hashes: dict, project: Project, matrix: Matrix, partial: bool) -> EarlyUpload | None:
+    """The gate has passed the build: its files go while the Hub answers the look-ahead and the plan's
+    reads. Not when the branches, already listed, show it would be wasted (no repo yet: nowhere to send
+    them; an existing branch: perhaps unchanged, and a re-push sends nothing), nor when the variants here
+    alone do not cover the release (the coverage check, with what the branch keeps, may still refuse)."""
+    if look_ahead is None:
+        return None
+    listed = _answer(look_ahead) if look_ahead.done() else {}
+    if not isinstance(listed, dict) or branch in listed:
+        return None
+    gap = coverage.check(project, matrix, variants).finding(partial, repo_id)
+    if gap is not None and gap.is_error:
+        return None
+    return EarlyUpload(client, repo_id, [f for name in sorted(variants)
+                                         for f in variant_files(variants[name], name, hashes.get(name))]
+                       + benchmark_files(project.root))
 
 
 def _main_as_read(client: HubClient, repo_id: str, head: str, reading: Future) -> tuple[str, dict]:

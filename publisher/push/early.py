@@ -1,0 +1,60 @@
+"""The build's files sent while the push still waits for the Hub's answers.
+
+Once the gate has passed a build, its LFS files go to the repo at once (asked
+of main, as a new version branch's upload is), beside the look-up of the
+repo's branches and the read the plan needs. LFS objects belong to the repo,
+not to a branch, and nothing is committed here: what is sent is invisible until
+the push's one commit names it, and a push that stops before committing leaves
+nothing a user can see.
+
+A new version branch commits these very operations (their upload is not
+repeated); an existing branch commits its own, asked of that branch (the
+objects are on the Hub by then, so none is sent twice). If the early send fails
+(a repo this push has yet to create, a transient error), the push sends the
+files again in its own time, with retries.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future
+
+from publisher.push.changes import LocalFile
+from publisher.push.hub_client import HubClient, Upload
+
+
+class EarlyUpload:
+    def __init__(self, client: HubClient, repo_id: str, files: Iterable[LocalFile]):
+        self._files = {f.repo_path: f for f in files}
+        self._uploads = [Upload(f.repo_path, str(f.local_path), f.sha256) for f in self._files.values()]
+        self._done: Future = Future()
+        once = client.single_attempt()  # a failure is simply sent again later, with retries
+
+        def run() -> None:
+            try:
+                self._done.set_result(once.upload(repo_id, self._uploads, "main"))
+            except BaseException as err:  # noqa: BLE001 - the push sends the files again
+                self._done.set_exception(err)
+
+        # a daemon: a push that needs none of it (an unchanged re-push) does not wait for it at exit
+        threading.Thread(target=run, name="publisher-early-upload", daemon=True).start()
+
+    def wait(self) -> None:
+        """Until the send has ended, whichever way (an existing branch's commit then finds the objects there)."""
+        try:
+            self._done.result()
+        except BaseException:  # noqa: BLE001
+            pass
+
+    def operations(self, uploads: Iterable[Upload]) -> dict[str, object]:
+        """path -> the sent operation, for those of `uploads` that are exactly what was sent
+        (waits for the send; {} when it failed)."""
+        try:
+            sent = self._done.result()
+        except BaseException:  # noqa: BLE001
+            return {}
+        by_path = {op.path_in_repo: op for op in sent}
+        return {u.path_in_repo: by_path[u.path_in_repo] for u in uploads
+                if u.path_in_repo in by_path and u.source is not None
+                and (f := self._files[u.path_in_repo]) and str(f.local_path) == u.source and f.sha256 == u.sha256}
