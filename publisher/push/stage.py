@@ -38,6 +38,7 @@ from publisher.push.changes import PushPlan, benchmark_files, variant_files
 from publisher.push.early import EarlyUpload
 from publisher.push.hub_client import HubClient, RetryPolicy
 from publisher.push.publish import CommitOutcome, Staging, plan_push, plan_without_hub, publish, publish_card
+from publisher.push.signature import SignerWorkflow
 
 
 class PushEvents(Protocol):
@@ -134,15 +135,7 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
         if errors and not dry_run:
             raise refusal(errors)
 
-        rows = [card_mod.VariantRow(v.variant, v.metadata["backend"]["type"], tuple(v.metadata["backend"].get("archs") or ()),
-                                    card_mod.describe_test(v.test)) for v in verdicts]
-        kept_rows = [card_mod.VariantRow(n, "?", (), "published earlier") for n in plan.kept_variants]
-        signed = any((build_dir / name / SIGNATURE).is_file() for name in variants)
-        card = card_mod.render(project, repo_id, version, rows + kept_rows, covered.missing, signer=options.signer,
-                               signed=signed)
-        readme = state.state_dir(build_dir) / "README.md"
-        readme.parent.mkdir(parents=True, exist_ok=True)
-        readme.write_text(card.text)
+        card, readme = _write_card(project, repo_id, version, verdicts, plan, covered, options.signer, build_dir)
 
         report: dict = {"repo_id": repo_id, "branch": branch, "version": version, "dry_run": dry_run,
                         "endpoint": client.endpoint, "plan": plan.to_dict(), "card": str(readme),
@@ -163,15 +156,7 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
         if dry_run:
             return _with_resolutions(result, resolving, events)
 
-        main_read_early = None
-        if options.card and plan.branches.get("main"):  # main's files, for the card, are read while the build uploads
-            head = plan.branches["main"]
-            if not plan.branch_exists and plan.parent_commit == head:
-                reading: Future = Future()
-                reading.set_result(plan.remote)  # a new version branch was planned against main: read already
-            else:
-                reading = _in_background(lambda: client.single_attempt().tree(repo_id, head))
-            main_read_early = partial(_main_as_read, client, repo_id, head, reading)
+        main_read_early = _read_main_early(client, plan) if options.card else None
         if listed is None:  # a new repo (its plan compared with nothing); main's head is read while the files upload
             client.ensure_repo(repo_id, options.private)
         if not plan.is_noop:
@@ -233,6 +218,33 @@ def _send_early(client: HubClient, repo_id: str, branch: str, look_ahead: Future
     return EarlyUpload(client, repo_id, [f for name in sorted(variants)
                                          for f in variant_files(variants[name], name, hashes.get(name))]
                        + benchmark_files(project.root))
+
+
+def _write_card(project: Project, repo_id: str, version: int, verdicts: list[gate.Verdict], plan: PushPlan,
+                covered: coverage.Coverage, signer: SignerWorkflow | None, build_dir: Path) -> tuple[card_mod.Card, Path]:
+    """The kernel card of this release, written to build/.publisher/README.md (a dry run shows it too)."""
+    rows = [card_mod.VariantRow(v.variant, v.metadata["backend"]["type"], tuple(v.metadata["backend"].get("archs") or ()),
+                                card_mod.describe_test(v.test)) for v in verdicts]
+    kept_rows = [card_mod.VariantRow(n, "?", (), "published earlier") for n in plan.kept_variants]
+    signed = any((build_dir / v.variant / SIGNATURE).is_file() for v in verdicts)
+    card = card_mod.render(project, repo_id, version, rows + kept_rows, covered.missing, signer=signer, signed=signed)
+    readme = state.state_dir(build_dir) / "README.md"
+    readme.parent.mkdir(parents=True, exist_ok=True)
+    readme.write_text(card.text)
+    return card, readme
+
+
+def _read_main_early(client: HubClient, plan: PushPlan) -> Callable[[], tuple[str, dict]] | None:
+    """main's head and files, for the card, read while the build uploads (or as the plan read them)."""
+    head = plan.branches.get("main")
+    if not head:
+        return None
+    if not plan.branch_exists and plan.parent_commit == head:
+        reading: Future = Future()
+        reading.set_result(plan.remote)  # a new version branch was planned against main: read already
+    else:
+        reading = _in_background(lambda: client.single_attempt().tree(plan.repo_id, head))
+    return partial(_main_as_read, client, plan.repo_id, head, reading)
 
 
 def _main_as_read(client: HubClient, repo_id: str, head: str, reading: Future) -> tuple[str, dict]:
