@@ -92,3 +92,21 @@ def test_a_push_its_coverage_check_refuses_sends_no_file(hub_env, scale_project)
     arrived = hub_env.state.stats()["arrivals"]
     assert not {"preupload", "lfs-batch", "lfs-put", "commit", "branch"} & set(arrived), arrived
     assert _branches(hub_env, repo) == {"main", "v1"}
+
+
+@pytest.mark.parametrize("endpoint, action, status", [
+    ("preupload", "status", 400),  # the Hub's LFS query refused: no client retries a 400
+    ("lfs-batch", "status", 400),
+    ("lfs-put", "drop", 0),        # the connection cut in the middle of an object
+])
+def test_a_failed_early_send_is_sent_again(hub_env, scale_project, endpoint, action, status):
+    """The first request of its kind is the early send's; the push sends the files again and completes."""
+    repo = repo_name()
+    assert _push(hub_env, repo, scale_project).returncode == 0
+    _next_release(scale_project)
+    rule = hub_env.fault(endpoint, action=action, status=status or 500)
+    pushed = _push(hub_env, repo, scale_project, "--branch", "v2", env={**hub_env.env(), "PUBLISHER_HUB_BACKOFF": "0.05"})
+    assert rule.hits >= 1 and pushed.returncode == 0, pushed.stderr
+    assert "Traceback" not in pushed.stderr
+    assert _holds_build(hub_env, repo, scale_project, "v2")
+    assert not [b for b in _branches(hub_env, repo) if b.startswith("publisher-staging")]
