@@ -5,6 +5,7 @@ folders, never inside them (so a variant's digest stays valid).
 <project>/build/.publisher/         publisher's records (ignored by `kernels`:
     build-report.json               result of the last build of each variant
     test-report.json                result of the last test of each variant
+    push-report.json                where each variant, as it is now, was last published from here
     logs/<variant>.log              full build log
     logs/<variant>.test.log         full test log
     staging/                        variants being built (moved into place when complete)
@@ -39,6 +40,10 @@ def build_report_path(build_dir: Path) -> Path:
 
 def test_report_path(build_dir: Path) -> Path:
     return state_dir(build_dir) / "test-report.json"
+
+
+def push_report_path(build_dir: Path) -> Path:
+    return state_dir(build_dir) / "push-report.json"
 
 
 def variant_fingerprint(variant_dir: Path) -> str:

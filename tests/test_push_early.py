@@ -110,3 +110,16 @@ def test_a_failed_early_send_is_sent_again(hub_env, scale_project, endpoint, act
     assert "Traceback" not in pushed.stderr
     assert _holds_build(hub_env, repo, scale_project, "v2")
     assert not [b for b in _branches(hub_env, repo) if b.startswith("publisher-staging")]
+
+
+def test_an_unchanged_re_push_sends_nothing_while_the_hub_is_slow_to_answer(hub_env, scale_project):
+    """This folder recorded what it published: with the branches not yet listed when the gate has
+    passed the build, the push does not guess that it is new, and sends no byte."""
+    repo = repo_name()
+    assert _push(hub_env, repo, scale_project).returncode == 0
+    hub_env.state.reset_stats()
+    hub_env.fault("refs", action="delay", seconds=1.0)
+    again = _push(hub_env, repo, scale_project)
+    assert again.returncode == 0 and "nothing changed: no commit" in again.stdout, again.stdout + again.stderr
+    stats = hub_env.state.stats()
+    assert stats["bytes_in_total"] == 0 and not {"preupload", "lfs-batch", "lfs-put", "commit"} & set(stats["arrivals"]), stats

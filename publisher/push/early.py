@@ -19,9 +19,37 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
+from pathlib import Path
 
+from publisher import state
 from publisher.push.changes import LocalFile
 from publisher.push.hub_client import HubClient, Upload
+
+
+def published_from_here(build_dir: Path, variants: Iterable[str], where: str) -> bool:
+    """Whether every one of these variants, exactly as built now, was published to `where`
+    (endpoint, repo and branch) from this build folder: a push that is then most likely unchanged
+    sends nothing early (an unchanged re-push sends no byte)."""
+    entries = state.read_report(state.push_report_path(build_dir))["variants"]
+    try:
+        return all(where in (entries.get(name) or {}).get("published", ())
+                   and entries[name].get("fingerprint") == state.variant_fingerprint(Path(build_dir) / name)
+                   for name in variants)
+    except OSError:
+        return False
+
+
+def record_published(build_dir: Path, variants: Iterable[str], where: str) -> None:
+    """After a verified push: these variants, as they are now, are on `where`."""
+    entries = state.read_report(state.push_report_path(build_dir))["variants"]
+    update = {}
+    for name in variants:
+        fingerprint = state.variant_fingerprint(Path(build_dir) / name)
+        entry = entries.get(name) or {}
+        places = entry.get("published", []) if entry.get("fingerprint") == fingerprint else []
+        # the newest places last, a bounded list (a build pushed to many repos, as a benchmark does)
+        update[name] = {"fingerprint": fingerprint, "published": [p for p in places if p != where][-15:] + [where]}
+    state.update_report(state.push_report_path(build_dir), update)
 
 
 class EarlyUpload:

@@ -113,8 +113,8 @@ def publish(client: HubClient, plan: PushPlan, version: int, create_pr: bool,
             staging: Staging | None = None) -> CommitOutcome:
     """Commit the plan and verify it; raises VerificationFailed when the commit
     does not hold this build (a new version branch is then not created).
-    `background` removes the staging branch while the caller goes on (its
-    threads are joined before the process exits). `early`: the build's files,
+    `background` removes the staging branch while the caller goes on (the
+    caller waits for it before it is done). `early`: the build's files,
     sent while the plan was made; `staging`: a new version's staging branch,
     started then (removed here, whatever happens)."""
     if plan.is_noop:
@@ -169,6 +169,7 @@ class Staging:
         self.name = f"{STAGING_PREFIX}{branch}-{int(time.time())}-{secrets.token_hex(3)}"
         self._client, self._repo_id, self._branch = client, repo_id, branch
         self._removed = False
+        self._removing = threading.Lock()  # a second remove() waits for the first
         self._started: Future = Future()
         threading.Thread(target=self._start, args=(parent,), name="publisher-staging", daemon=True).start()
 
@@ -187,15 +188,17 @@ class Staging:
         return self._started.result()
 
     def remove(self) -> None:
-        """Best effort and once; waits for the creation first, so nothing is left behind."""
-        if self._removed:
-            return
-        self._removed = True
-        try:
-            self._started.result()
-        except BaseException:  # noqa: BLE001 - never created
-            return
-        _try(lambda: self._client.delete_branch(self._repo_id, self.name))
+        """Best effort and once (a later call returns when the first is done); waits for the
+        creation first, so nothing is left behind."""
+        with self._removing:
+            if self._removed:
+                return
+            self._removed = True
+            try:
+                self._started.result()
+            except BaseException:  # noqa: BLE001 - never created
+                return
+            _try(lambda: self._client.delete_branch(self._repo_id, self.name))
 
 
 def _remove_stale_staging(client: HubClient, plan: PushPlan) -> None:

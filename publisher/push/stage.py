@@ -35,7 +35,7 @@ from publisher.project.model import Project
 from publisher.push import card as card_mod
 from publisher.push import coverage, gate, verify
 from publisher.push.changes import PushPlan, benchmark_files, variant_files
-from publisher.push.early import EarlyUpload
+from publisher.push.early import EarlyUpload, published_from_here, record_published
 from publisher.push.hub_client import HubClient, RetryPolicy
 from publisher.push.publish import CommitOutcome, Staging, plan_push, plan_without_hub, publish, publish_card
 from publisher.push.signature import SignerWorkflow
@@ -100,8 +100,9 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     if client is None:
         raise client_problem
     hashes = {v.variant: v.sha256 for v in verdicts}  # verified by the gate: not computed again
+    where = f"{client.endpoint} {repo_id}@{branch}"
     sending = None if dry_run else _send_early(client, repo_id, branch, early, variants, hashes, project, matrix,
-                                               options.partial)
+                                               options.partial, published_from_here(build_dir, variants, where))
     # `kernels`, for the resolution table, is imported while the Hub answers (not before: its import
     # would hold up the requests above, which wait for the same interpreter lock)
     _in_background(resolver.warm)
@@ -161,8 +162,10 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
             client.ensure_repo(repo_id, options.private)
         if not plan.is_noop:
             events.note(f"uploading {len(plan.changes)} change(s), {size(plan.bytes_to_send)}, as one commit")
-        outcome = publish(client, plan, version, options.create_pr, background=ThreadPoolExecutor(max_workers=1),
-                          early=sending, staging=staging)
+        # the staging branch is removed beside the version branch's creation and the card: done before returning
+        background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="publisher-cleanup")
+        outcome = publish(client, plan, version, options.create_pr, background=background, early=sending,
+                          staging=staging)
         report.update(commit=outcome.commit, reconciled=outcome.reconciled, pr_url=outcome.pr_url)
         report["verified"] = True  # publish() compared the commit's files with this build (it raises otherwise)
         report["verify_problems"] = []
@@ -180,6 +183,9 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
                 ) from None
             report["card_commit"] = card_outcome.commit
             events.card(card_outcome.commit)
+        background.shutdown(wait=True)
+        if not options.create_pr:
+            _try_record(build_dir, variants, where)
         return _with_resolutions(result, resolving, events)
     except BaseException:
         if staging is not None:
@@ -202,14 +208,19 @@ def _in_background(work: Callable[[], object]) -> Future:
 
 
 def _send_early(client: HubClient, repo_id: str, branch: str, look_ahead: Future | None, variants: dict[str, Path],
-                hashes: dict, project: Project, matrix: Matrix, partial: bool) -> EarlyUpload | None:
+                hashes: dict, project: Project, matrix: Matrix, partial: bool,
+                published_here: bool) -> EarlyUpload | None:
     """The gate has passed the build: its files go while the Hub answers the look-ahead and the plan's
-    reads. Not when the branches, already listed, show it would be wasted (no repo yet: nowhere to send
-    them; an existing branch: perhaps unchanged, and a re-push sends nothing), nor when the variants here
+    reads. Not when that would be wasted: the branches, already listed, show no repo yet (nowhere to
+    send them) or an existing branch (perhaps unchanged: a re-push sends nothing); or, not listed yet,
+    this folder already published this very build there (`published_here`); nor when the variants here
     alone do not cover the release (the coverage check, with what the branch keeps, may still refuse)."""
     if look_ahead is None:
         return None
-    listed = _answer(look_ahead) if look_ahead.done() else {}
+    if look_ahead.done():
+        listed = _answer(look_ahead)
+    else:
+        listed = {} if not published_here else None
     if not isinstance(listed, dict) or branch in listed:
         return None
     gap = coverage.check(project, matrix, variants).finding(partial, repo_id)
@@ -232,6 +243,15 @@ def _write_card(project: Project, repo_id: str, version: int, verdicts: list[gat
     readme.parent.mkdir(parents=True, exist_ok=True)
     readme.write_text(card.text)
     return card, readme
+
+
+def _try_record(build_dir: Path, variants: dict[str, Path], where: str) -> None:
+    """What this folder has published, for the next push's choice (a record that cannot be written only
+    costs that choice)."""
+    try:
+        record_published(build_dir, variants, where)
+    except OSError:
+        pass
 
 
 def _read_main_early(client: HubClient, plan: PushPlan) -> Callable[[], tuple[str, dict]] | None:
