@@ -20,10 +20,19 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from publisher import state
 from publisher.push.changes import LocalFile
 from publisher.push.hub_client import HubClient, Upload
+
+
+def place(endpoint: str, repo_id: str, branch: str) -> str:
+    """Where a push goes, as the push record names it (the endpoint without any user or password)."""
+    parts = urlsplit(endpoint)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{netloc}{f':{parts.port}' if parts.port else ''}{parts.path} {repo_id}@{branch}"
 
 
 def published_from_here(build_dir: Path, variants: Iterable[str], where: str) -> bool:
@@ -32,11 +41,19 @@ def published_from_here(build_dir: Path, variants: Iterable[str], where: str) ->
     sends nothing early (an unchanged re-push sends no byte)."""
     entries = state.read_report(state.push_report_path(build_dir))["variants"]
     try:
-        return all(where in (entries.get(name) or {}).get("published", ())
-                   and entries[name].get("fingerprint") == state.variant_fingerprint(Path(build_dir) / name)
+        return all(where in _published(entries, name, state.variant_fingerprint(Path(build_dir) / name))
                    for name in variants)
     except OSError:
         return False
+
+
+def _published(entries: dict, name: str, fingerprint: str) -> list[str]:
+    """The places a variant with this fingerprint was published to, as recorded ([] for anything else)."""
+    entry = entries.get(name)
+    if not isinstance(entry, dict) or entry.get("fingerprint") != fingerprint:
+        return []
+    places = entry.get("published")
+    return [p for p in places if isinstance(p, str)] if isinstance(places, list) else []
 
 
 def record_published(build_dir: Path, variants: Iterable[str], where: str) -> None:
@@ -45,8 +62,7 @@ def record_published(build_dir: Path, variants: Iterable[str], where: str) -> No
     update = {}
     for name in variants:
         fingerprint = state.variant_fingerprint(Path(build_dir) / name)
-        entry = entries.get(name) or {}
-        places = entry.get("published", []) if entry.get("fingerprint") == fingerprint else []
+        places = _published(entries, name, fingerprint)
         # the newest places last, a bounded list (a build pushed to many repos, as a benchmark does)
         update[name] = {"fingerprint": fingerprint, "published": [p for p in places if p != where][-15:] + [where]}
     state.update_report(state.push_report_path(build_dir), update)

@@ -35,7 +35,7 @@ from publisher.project.model import Project
 from publisher.push import card as card_mod
 from publisher.push import coverage, gate, verify
 from publisher.push.changes import PushPlan, benchmark_files, variant_files
-from publisher.push.early import EarlyUpload, published_from_here, record_published
+from publisher.push.early import EarlyUpload, place, published_from_here, record_published
 from publisher.push.hub_client import HubClient, RetryPolicy
 from publisher.push.publish import CommitOutcome, Staging, plan_push, plan_without_hub, publish, publish_card
 from publisher.push.signature import SignerWorkflow
@@ -100,7 +100,7 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     if client is None:
         raise client_problem
     hashes = {v.variant: v.sha256 for v in verdicts}  # verified by the gate: not computed again
-    where = f"{client.endpoint} {repo_id}@{branch}"
+    where = place(client.endpoint, repo_id, branch)
     sending = None if dry_run else _send_early(client, repo_id, branch, early, variants, hashes, project, matrix,
                                                options.partial, published_from_here(build_dir, variants, where))
     # `kernels`, for the resolution table, is imported while the Hub answers (not before: its import
