@@ -123,3 +123,26 @@ def test_an_unchanged_re_push_sends_nothing_while_the_hub_is_slow_to_answer(hub_
     assert again.returncode == 0 and "nothing changed: no commit" in again.stdout, again.stdout + again.stderr
     stats = hub_env.state.stats()
     assert stats["bytes_in_total"] == 0 and not {"preupload", "lfs-batch", "lfs-put", "commit"} & set(stats["arrivals"]), stats
+
+
+@pytest.mark.parametrize("endpoint, status, after", [
+    ("branch", 500, 0),         # the staging branch, made beside the plan's read
+    ("commit", 500, 0),
+    ("tree", 400, 1),           # the verifying listing (huggingface_hub would retry a 5xx read for ~20 s)
+    ("branch", 500, 1),         # v2 at the verified commit
+])
+def test_a_fault_in_the_next_release_leaves_v2_complete_or_absent(hub_env, scale_project, endpoint, status, after):
+    repo = repo_name()
+    assert _push(hub_env, repo, scale_project).returncode == 0
+    _next_release(scale_project)
+    rule = hub_env.fault(endpoint, status=status, after=after, times=20)  # past every retry of every client
+    env = {**hub_env.env(), "PUBLISHER_HUB_RETRIES": "1"}
+    failed = _push(hub_env, repo, scale_project, "--branch", "v2", env=env)
+    hub_env.state.faults.clear()
+    assert rule.hits > after and failed.returncode != 0, failed.stdout + failed.stderr
+    assert "Traceback" not in failed.stderr
+    left = _branches(hub_env, repo)
+    assert "v2" not in left and not [b for b in left if b.startswith("publisher-staging")], left
+    rerun = _push(hub_env, repo, scale_project, "--branch", "v2")
+    assert rerun.returncode == 0, rerun.stderr
+    assert _holds_build(hub_env, repo, scale_project, "v2")

@@ -81,7 +81,7 @@ class EarlyUpload:
             except BaseException as err:  # noqa: BLE001 - the push sends the files again
                 self._done.set_exception(err)
 
-        # a daemon: a push that needs none of it (an unchanged re-push) does not wait for it at exit
+        # a daemon: a push that needs none of it (unchanged after all) does not wait for it at exit
         threading.Thread(target=run, name="publisher-early-upload", daemon=True).start()
 
     def wait(self) -> None:
@@ -100,5 +100,5 @@ class EarlyUpload:
             return {}
         by_path = {op.path_in_repo: op for op in sent}
         return {u.path_in_repo: by_path[u.path_in_repo] for u in uploads
-                if u.path_in_repo in by_path and u.source is not None
-                and (f := self._files[u.path_in_repo]) and str(f.local_path) == u.source and f.sha256 == u.sha256}
+                if u.path_in_repo in by_path and u.source == str(self._files[u.path_in_repo].local_path)
+                and u.sha256 == self._files[u.path_in_repo].sha256}

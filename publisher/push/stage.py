@@ -29,7 +29,7 @@ from publisher.findings import Finding, render_line
 from publisher.hub_names import repo_id_problem
 from publisher.options import PushOptions
 from publisher.plan import resolver, selection
-from publisher.plan.matrix import Matrix, find_matrix, load_matrix
+from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.project.model import Project
 from publisher.push import card as card_mod
@@ -101,8 +101,9 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
         raise client_problem
     hashes = {v.variant: v.sha256 for v in verdicts}  # verified by the gate: not computed again
     where = place(client.endpoint, repo_id, branch)
-    sending = None if dry_run else _send_early(client, repo_id, branch, early, variants, hashes, project, matrix,
-                                               options.partial, published_from_here(build_dir, variants, where))
+    covered_here = coverage.check(project, matrix, variants)  # the release without what the branch may keep
+    sending = None if dry_run else _send_early(client, repo_id, branch, early, build_dir, variants, hashes, project,
+                                               covered_here.finding(options.partial, repo_id), where)
     # `kernels`, for the resolution table, is imported while the Hub answers (not before: its import
     # would hold up the requests above, which wait for the same interpreter lock)
     _in_background(resolver.warm)
@@ -125,7 +126,8 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
                 raise
             unreachable, listed = err.message, None
             plan = plan_without_hub(repo_id, branch, variants, project.root, hashes)
-        covered = coverage.check(project, matrix, list(variants) + list(plan.kept_variants))
+        covered = coverage.check(project, matrix, list(variants) + list(plan.kept_variants)) \
+            if plan.kept_variants else covered_here
         gap = covered.finding(options.partial, f"{repo_id}@{branch}")
         if gap is not None:
             findings.append(gap)
@@ -207,24 +209,21 @@ def _in_background(work: Callable[[], object]) -> Future:
     return future
 
 
-def _send_early(client: HubClient, repo_id: str, branch: str, look_ahead: Future | None, variants: dict[str, Path],
-                hashes: dict, project: Project, matrix: Matrix, partial: bool,
-                published_here: bool) -> EarlyUpload | None:
+def _send_early(client: HubClient, repo_id: str, branch: str, look_ahead: Future | None, build_dir: Path,
+                variants: dict[str, Path], hashes: dict, project: Project, gap: Finding | None,
+                where: str) -> EarlyUpload | None:
     """The gate has passed the build: its files go while the Hub answers the look-ahead and the plan's
-    reads. Not when that would be wasted: the branches, already listed, show no repo yet (nowhere to
-    send them) or an existing branch (perhaps unchanged: a re-push sends nothing); or, not listed yet,
-    this folder already published this very build there (`published_here`); nor when the variants here
-    alone do not cover the release (the coverage check, with what the branch keeps, may still refuse)."""
-    if look_ahead is None:
+    reads. Not when the variants here alone do not cover the release (`gap`: the coverage check, with
+    what the branch keeps, may still refuse it), nor when it would be wasted: the branches, already
+    listed, show no repo yet (nowhere to send them) or an existing branch (perhaps unchanged: a re-push
+    sends nothing); or, not listed yet, this folder already published this very build to `where`."""
+    if look_ahead is None or (gap is not None and gap.is_error):
         return None
     if look_ahead.done():
         listed = _answer(look_ahead)
     else:
-        listed = {} if not published_here else None
+        listed = None if published_from_here(build_dir, variants, where) else {}
     if not isinstance(listed, dict) or branch in listed:
-        return None
-    gap = coverage.check(project, matrix, variants).finding(partial, repo_id)
-    if gap is not None and gap.is_error:
         return None
     return EarlyUpload(client, repo_id, [f for name in sorted(variants)
                                          for f in variant_files(variants[name], name, hashes.get(name))]
