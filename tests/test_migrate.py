@@ -164,3 +164,16 @@ def test_invalid_toml_is_reported_not_raised(tmp_path):
     path.write_text("[general\n")
     code, _, err = migrate(path)
     assert code == 1 and "invalid TOML" in err and "Traceback" not in err
+
+
+def test_what_migrate_cannot_fix_names_the_file_and_line(tmp_path):
+    # ChipFlow's metal kernels (v3 files) carry a key of a kernel-builder fork: migrate upgrades the rest
+    # and points at that key in the written file, as `check` would
+    path = tmp_path / "build.toml"
+    path.write_text(V3.replace('src = ["relu_cuda/relu.cu"]\n', 'src = ["relu_cuda/relu.cu"]\nmetal-std-version = "metal3.1"\n'))
+    code, out, err = migrate(path, "--license", "mit", "--version", "1")
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if text.startswith("metal-std-version"))
+    assert code == 1 and "<input>" not in out
+    assert re.search(rf"^{re.escape(str(path))}\n\s+{line}\s+error\s+PB104\s+unknown key `metal-std-version`", out, re.M), out
+    _, findings = load_project(path)
+    assert [(f.code, f.file, f.line) for f in findings if f.is_error] == [("PB104", str(path), line)]

@@ -216,3 +216,50 @@ def test_a_variant_that_ran_no_test_is_untested_not_passed(noarch_project, fresh
     assert entry["reason"].startswith(reason)
     table = run_cli("test", str(project)).stdout
     assert "untested (no test ran)" in table
+
+
+CONFTEST_FINDING_THE_SHELL_VARIANT = '''\
+"""As a real project's conftest does (ErikKaum/maxsim): find the built variant where
+kernel-builder's test shell puts it, PYTHONPATH=<the extension's Nix output, named
+<name>-torch-ext>/<variant>; without it the tests would build the kernel from source."""
+import os
+from pathlib import Path
+
+import torch
+
+tag = "torch" + "".join(torch.__version__.split(".")[:2])
+found = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+         if p and Path(p).name.startswith(("torch-", tag)) and "halve-torch-ext" in p and Path(p).is_dir()]
+os.environ["HALVE_VARIANTS"] = os.pathsep.join(found)
+'''
+
+TEST_USING_THE_SHELL_VARIANT = '''\
+import os
+from pathlib import Path
+
+import torch
+from kernels import get_kernel
+
+
+def test_the_shell_variant_is_the_build_under_test():
+    FOUND = [Path(p) for p in os.environ["HALVE_VARIANTS"].split(os.pathsep) if p]
+    assert len(FOUND) == 1, os.environ.get("PYTHONPATH")
+    assert (FOUND[0] / "metadata.json").is_file()
+    repo, _, where = os.environ["LOCAL_KERNELS"].partition("=")
+    assert repo == "publisher-test/halve" and FOUND[0].parent == Path(where)
+    k = get_kernel("publisher-test/halve", version=1)
+    assert torch.equal(k.halve(torch.ones(2)), torch.full((2,), 0.5))
+'''
+
+
+def test_tests_find_the_variant_where_kernel_builders_test_shell_puts_it(noarch_project, fresh_copy):
+    project = fresh_copy(noarch_project)
+    text = (project / "build.toml").read_text().replace('backends = ["cpu"]\n',
+                                                        'backends = ["cpu"]\n\n[general.hub]\nrepo-id = "publisher-test/halve"\n')
+    (project / "build.toml").write_text(text)
+    write_files(project, {"tests/conftest.py": CONFTEST_FINDING_THE_SHELL_VARIANT,
+                          "tests/test_shell.py": TEST_USING_THE_SHELL_VARIANT})
+    result, report = run_test(project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, entry = only_entry(report)
+    assert entry["status"] == "passed" and entry["tests"]["passed"] == 1, entry

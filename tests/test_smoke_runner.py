@@ -30,10 +30,10 @@ def test_only_the_variant_under_test_is_visible(tmp_path):
     (tests / "__pycache__").mkdir()
     work = tmp_path / "work"
     work.mkdir()
-    target = VariantUnderTest("torch-cpu", build / "torch-cpu", "halve", tests)
+    target = VariantUnderTest("torch-cpu", build / "torch-cpu", "halve", tests, "halve-torch-ext")
     _prepare(work, target, TestOptions(test_timeout=42))
-    assert os.listdir(work / "kernel" / "build") == ["torch-cpu"]
-    assert (work / "kernel" / "build" / "torch-cpu").resolve() == (build / "torch-cpu").resolve()
+    assert os.listdir(work / "halve-torch-ext") == ["torch-cpu"]  # named as kernel-builder's extension output
+    assert (work / "halve-torch-ext" / "torch-cpu").resolve() == (build / "torch-cpu").resolve()
     assert (work / "import" / "halve").resolve() == (build / "torch-cpu").resolve()
     assert sorted(os.listdir(work / "tests")) == ["test_k.py"]
     assert "timeout = 42" in (work / "pytest.ini").read_text()
@@ -46,7 +46,7 @@ def test_kernels_ci_tests_are_selected_unless_all_tests(tmp_path):
 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_k.py").write_text("@pytest.mark.kernels_ci\ndef test_k(): pass\n")
-    target = VariantUnderTest("torch-cpu", tmp_path, "k", tmp_path / "tests")
+    target = VariantUnderTest("torch-cpu", tmp_path, "k", tmp_path / "tests", "k-torch-ext")
     env = TestEnvironment("python3", "here")
     assert "kernels_ci" in _pytest_argv(env, tmp_path, target, load_only=False, all_tests=False)
     assert "kernels_ci" not in _pytest_argv(env, tmp_path, target, load_only=False, all_tests=True)

@@ -177,7 +177,7 @@ def _lookup(data: Mapping, dotted: str) -> object:
     return node
 
 
-def _place(findings: list[Finding], data: Mapping | None, text: str | None, file: str) -> list[Finding]:
+def place_findings(findings: list[Finding], data: Mapping | None, text: str | None, file: str) -> list[Finding]:
     """Fill in file and line: the key's line, or the list item's line when the
     message names one of the items."""
     lines = KeyLines(text) if text is not None else None
@@ -209,7 +209,7 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
     found, upgraded, written = validate(data, cuda_toolkits, rocm_toolkits)
     if root is not None and layout and upgraded is not None:
         found += check_layout(root, upgraded, file)
-    findings = _place(found, data, text, file)
+    findings = place_findings(found, data, text, file)
     settings, settings_findings = read_settings(root if layout else None)
     findings += settings_findings
     if has_errors(findings) or upgraded is None:
@@ -217,7 +217,7 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
     config = to_config(upgraded, written)
     project = Project(config=config, build_toml=build_toml, root=root, platforms=settings.platforms,
                       hub_cache_trust=settings.hub_cache_trust)
-    findings += _place(platform_findings(project, matrix), data, text, file)
+    findings += place_findings(platform_findings(project, matrix), data, text, file)
     return project, findings
 
 

@@ -16,7 +16,7 @@ from tomlkit.exceptions import TOMLKitError
 from publisher.errors import MigrationRefused, ProjectError
 from publisher.findings import Finding
 from publisher.project import editions
-from publisher.project.load import foreign, matrix_toolkits, read_toml, resolve, tomllib, validate
+from publisher.project.load import foreign, matrix_toolkits, place_findings, read_toml, resolve, tomllib, validate
 from publisher.project.upgrade import upgrade
 
 
@@ -71,9 +71,11 @@ def plan_migration(path: Path, *, license: str | None = None, version: int | Non
 
 def remaining_problems(migration: Migration) -> list[Finding]:
     """Errors `check` still reports on the migrated file (config only)."""
-    cuda, rocm = matrix_toolkits(None)
-    findings, _, _ = validate(tomllib.loads(migration.migrated), cuda, rocm)
-    return [f for f in findings if f.is_error]
+    own_matrix = migration.path.parent / "matrix.yaml"  # as `check` reads the project
+    cuda, rocm = matrix_toolkits(own_matrix if own_matrix.is_file() else None)
+    data = tomllib.loads(migration.migrated)
+    findings, _, _ = validate(data, cuda, rocm)
+    return [f for f in place_findings(findings, data, migration.migrated, str(migration.path)) if f.is_error]
 
 
 def write(migration: Migration) -> None:

@@ -133,5 +133,11 @@ class Project:
         return self.root / sub
 
     @property
+    def extension_name(self) -> str:
+        """What kernel-builder names the built extension (its Nix output, `<name>-torch-ext`): its test
+        shell puts `<that>/<variant>` on PYTHONPATH, and some projects' conftest.py looks for it there."""
+        return f"{self.name}-{'tvm-ffi-ext' if self.config.framework.kind == 'tvm-ffi' else 'torch-ext'}"
+
+    @property
     def package_dir(self) -> Path:
         return self.ext_dir / self.python_name

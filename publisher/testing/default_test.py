@@ -2,7 +2,7 @@
 variant whose hardware this machine lacks).
 
 Standalone (stdlib + pytest + torch + kernels). Environment:
-PUBLISHER_TEST_KERNEL_DIR  folder holding build/<variant> (only the variant under test)
+PUBLISHER_TEST_KERNEL_DIR  folder holding <variant> (only the variant under test)
 PUBLISHER_TEST_VARIANT_DIR that variant folder (for metadata.json)
 PUBLISHER_TEST_BACKEND     the variant's backend (cpu, cuda, ...)
 PUBLISHER_TEST_LOAD_ONLY   "1": import and check op registration, call nothing

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 EVENTS = "PUBLISHER_TEST_EVENTS"  # file the plugin appends one JSON line per test event to
 BACKEND = "PUBLISHER_TEST_BACKEND"  # the variant's backend (cpu, cuda, ...)
-KERNEL_DIR = "PUBLISHER_TEST_KERNEL_DIR"  # folder holding build/<variant> (only the variant under test)
+KERNEL_DIR = "PUBLISHER_TEST_KERNEL_DIR"  # folder holding <variant> (only the variant under test)
 VARIANT_DIR = "PUBLISHER_TEST_VARIANT_DIR"  # that variant folder (for metadata.json)
 LOAD_ONLY = "PUBLISHER_TEST_LOAD_ONLY"  # "1": import and check op registration, call nothing
 DEVICE_OUT = "PUBLISHER_TEST_DEVICE_OUT"  # file the plugin records the device the tests ran on in

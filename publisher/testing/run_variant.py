@@ -1,8 +1,10 @@
 """Run one variant's tests in a subprocess, from a temporary folder outside
 the source tree, where only that variant is visible to `kernels`:
 
-<tmp>/kernel/build/<variant>  -> the variant (LOCAL_KERNELS=<repo-id>=<tmp>/kernel)
-<tmp>/import/<python_name>    -> the variant (for tests that `import <name>`)
+<tmp>/<name>-torch-ext/<variant> -> the variant. As in kernel-builder's test shell, where the
+                                  extension's Nix output has this name: LOCAL_KERNELS=<repo-id>=
+                                  <tmp>/<name>-torch-ext, and the variant folder is on PYTHONPATH
+<tmp>/import/<python_name>    -> the variant (for tests that `import <name>`; first on PYTHONPATH)
 <tmp>/tests/                  copy of the project's tests/, or the default smoke test
 <tmp>/conftest.py             publisher's plugin (marker, device fixture, event log)
 <tmp>/publisher_device.py     device.py, for the plugin
@@ -43,6 +45,10 @@ class VariantUnderTest:
     path: Path  # build/<variant>
     python_name: str
     tests_dir: Path | None  # the project's tests/, None = default smoke test
+    extension: str  # Project.extension_name: the folder LOCAL_KERNELS names
+
+    def kernel_dir(self, tmp: Path) -> Path:
+        return tmp / self.extension
 
 
 def needs_accelerator(variant: Variant) -> str | None:
@@ -64,8 +70,8 @@ def _uses_ci_marker(tests_dir: Path) -> bool:
 
 
 def _prepare(tmp: Path, target: VariantUnderTest, options: TestOptions) -> None:
-    (tmp / "kernel" / "build").mkdir(parents=True)
-    (tmp / "kernel" / "build" / target.name).symlink_to(target.path.resolve(), target_is_directory=True)
+    target.kernel_dir(tmp).mkdir()
+    (target.kernel_dir(tmp) / target.name).symlink_to(target.path.resolve(), target_is_directory=True)
     (tmp / "import").mkdir()
     (tmp / "import" / target.python_name).symlink_to(target.path.resolve(), target_is_directory=True)
     shutil.copyfile(HERE / "plugin.py", tmp / "conftest.py")
@@ -186,16 +192,17 @@ def run_variant(
         child_env = dict(os.environ)
         child_env.update(
             PYTHONDONTWRITEBYTECODE="1",  # keep __pycache__ out of the variant folder
-            PYTHONPATH=os.pathsep.join([str(tmp / "import")] + ([child_env["PYTHONPATH"]] if child_env.get("PYTHONPATH") else [])),
+            PYTHONPATH=os.pathsep.join([str(tmp / "import"), str(target.kernel_dir(tmp) / target.name)]
+                                       + ([child_env["PYTHONPATH"]] if child_env.get("PYTHONPATH") else [])),
         )
         child_env.update({
             protocol.EVENTS: str(tmp / "events.jsonl"),
             protocol.BACKEND: variant.backend,
-            protocol.KERNEL_DIR: str(tmp / "kernel"),
-            protocol.VARIANT_DIR: str(tmp / "kernel" / "build" / target.name),
+            protocol.KERNEL_DIR: str(target.kernel_dir(tmp)),
+            protocol.VARIANT_DIR: str(target.kernel_dir(tmp) / target.name),
         })
         if repo_id:
-            child_env["LOCAL_KERNELS"] = f"{repo_id}={tmp / 'kernel'}"
+            child_env["LOCAL_KERNELS"] = f"{repo_id}={target.kernel_dir(tmp)}"
 
         accelerator = needs_accelerator(variant)
         load_only, probed = False, None

@@ -115,7 +115,7 @@ def run_tests(
                 results.append(_not_testable(name, variant_dir, f"no test environment: {reason}"))
             else:
                 on_progress(f"  with {env.python} ({env.origin})")
-                target = VariantUnderTest(name, variant_dir, project.python_name, tests_dir)
+                target = VariantUnderTest(name, variant_dir, project.python_name, tests_dir, project.extension_name)
                 results.append(run_variant(target, env, build_dir, replace(options, repo_id=repo_id), on_output))
         on_progress(f"  {results[-1].status}" + (f": {results[-1].reason}" if results[-1].reason else ""))
         state.update_report(state.test_report_path(build_dir), {name: results[-1].entry()})
