@@ -131,3 +131,49 @@ def test_tvm_ffi_package_lives_in_tvm_ffi_ext(tmp_path):
     (root / "tvm-ffi-ext/relu_kernel/__init__.py").touch()
     (root / "tvm-ffi-ext/tvm_ffi_binding.cpp").touch()
     assert not [f for f in load_project(root)[1] if f.is_error]
+
+
+PYBIND_BINDING = """\
+// a binding written for torch.utils.cpp_extension, as burtenshaw/kernel-skill's LTX-Video example has it
+#include <torch/extension.h>
+#include "torch_binding.h"
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("relu", &relu);
+}
+"""
+
+
+def test_pybind11_in_a_compiled_source_is_refused_at_its_line(tmp_path):
+    # the limited Python API the build compiles against has no pybind11: the build would fail minutes in
+    root = project(tmp_path)
+    (root / "torch-ext/torch_binding.cpp").write_text(PYBIND_BINDING)
+    (root / "relu_cuda/relu.cu").write_text("#include <cuda_runtime.h>\n#include <pybind11/pybind11.h>\n")
+    loaded, findings = load_project(root)
+    refused = sorted((f.file, f.line, f.field) for f in findings if f.code == "PB407")
+    assert loaded is None and all(f.is_error for f in findings if f.code == "PB407")
+    assert refused == [(str(root / "relu_cuda/relu.cu"), 2, "kernel.relu_cuda.src"),
+                       (str(root / "torch-ext/torch_binding.cpp"), 2, "torch.src"),
+                       (str(root / "torch-ext/torch_binding.cpp"), 5, "torch.src")]
+    f = next(f for f in findings if f.code == "PB407")
+    assert "torch/library.h" in f.hint and "TORCH_LIBRARY_EXPAND" in f.hint
+
+
+@pytest.mark.parametrize("text", [
+    "// never #include <torch/extension.h> here\n#include <torch/library.h>\n",
+    "/* the old binding:\n#include <torch/extension.h>\nPYBIND11_MODULE(x, m) {}\n*/\n#include <torch/all.h>\n",
+    "#ifndef Py_LIMITED_API\n#include <pybind11/pybind11.h>\n#endif\n#include <torch/library.h>\n",
+    '#include "pybind11_helpers.h"\n#include <torch/library.h>\n',
+], ids=["line-comment", "block-comment", "conditional", "lookalike-name"])
+def test_what_the_build_never_compiles_is_not_refused(tmp_path, text):
+    root = project(tmp_path)
+    (root / "torch-ext/torch_binding.cpp").write_text(text)
+    assert "PB407" not in codes(load_project(root)[1])
+
+
+def test_a_listed_header_is_not_read(tmp_path):
+    # real projects (aiter-flash-attn-ck, deep-gemm) list headers that include pybind11 and are compiled
+    # in only where it is allowed, or not at all
+    root = project(tmp_path, GOOD.replace('src = ["relu_cuda/relu.cu"]', 'src = ["relu_cuda/relu.cu", "relu_cuda/py.hpp"]'))
+    (root / "relu_cuda/py.hpp").write_text("#include <pybind11/pybind11.h>\n")
+    assert "PB407" not in codes(load_project(root)[1])

@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from publisher.codes import finding
 from publisher.findings import Finding
+from publisher.project.abi3 import check_abi3_sources
 
 _SKIP_DIRS = {".git", ".hg", "build", "result", ".venv", "venv", "__pycache__", "node_modules", ".direnv"}
 _BINDING_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".mm", ".cu")
@@ -127,6 +128,7 @@ def check_layout(root: Path, data: Mapping, build_toml: str) -> list[Finding]:
             out.append(finding("PB401", f"{field}: `{text}` is {kind}, not a file", field=field, file=build_toml, hint=hint))
     out += _symlinks(root, real_root)
     out += _package(root, data)
+    out += check_abi3_sources(root, data)
     return out
 
 
@@ -183,8 +185,8 @@ def _package(root: Path, data: Mapping) -> list[Finding]:
     if not (root / "tests").is_dir():
         out.append(finding("PB406", "no tests/ folder: `publisher test` can only run its default smoke test "
                            "(load, op registration, tensor-only calls)", file=str(root),
-                           hint="add tests/ that load the kernel with kernels.get_kernel and compare against a reference "
-                           "(see kernel_projects/rmsnorm/tests)"))
+                           hint="add tests/ that load the kernel with kernels.get_kernel(\"<repo-id>\", version=<N>) and "
+                           "compare its ops against a reference implementation"))
     return out
 
 

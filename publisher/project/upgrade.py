@@ -35,7 +35,8 @@ def upgrade(doc: MutableMapping, edition: Edition, *, license: str | None = None
         fields = ", ".join(m.field for m in edition.markers if "pre-v1" in m.reason)
         raise MigrationRefused(
             f"this is the 2024 pre-v1 format ({fields}); it cannot be converted faithfully",
-            "rewrite it by hand as edition 5 (see `publisher check` on an example project, e.g. kernel_projects/rmsnorm)")
+            "rewrite it by hand as edition 5: [general] name, version, license, backends, edition = 5; [torch] src; "
+            "one [kernel.<name>] per kernel with backend, depends and src (`publisher check` says what is missing)")
     general = doc.get("general")
     if not isinstance(general, MutableMapping):
         raise MigrationRefused("no [general] table", "add [general] with name, version, license and backends")
