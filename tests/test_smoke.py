@@ -203,7 +203,9 @@ def test_every_variant_in_one_run(broken_cuda_project):
     ("import pytest\n\n\ndef test_needs_gpu():\n    pytest.skip('needs a CUDA device')\n\n\n"
      "@pytest.mark.skip(reason='needs a CUDA device')\ndef test_other():\n    pass\n",
      "all 2 test(s) skipped (e.g. Skipped: needs a CUDA device)"),
-    ("def helper():\n    return 1\n", "no test ran"),
+    # flashrt-project/FlashRT-HF-kernels' tests are scripts (`python tests/x.py --artifact ...`): say so
+    ("def helper():\n    return 1\n\n\nif __name__ == '__main__':\n    helper()\n",
+     "no test ran: tests/ (1 Python file(s)) defines no pytest test"),
 ], ids=["all-skipped", "none-collected"])
 def test_a_variant_that_ran_no_test_is_untested_not_passed(noarch_project, fresh_copy, test_file, reason):
     project = fresh_copy(noarch_project)

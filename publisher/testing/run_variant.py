@@ -154,9 +154,17 @@ def _environment_lacks(result: runner.RunResult, events: report.EventSummary) ->
     return provided if missing and all(provided.values()) else {}
 
 
-def _untested_reason(events: report.EventSummary) -> str:
+_TEST_FUNCTION = re.compile(r"^\s*(?:async\s+)?def\s+test|^\s*class\s+Test", re.M)
+
+
+def _untested_reason(events: report.EventSummary, tests: Path) -> str:
     skipped = events.counts.skipped
     if not skipped:
+        files = sorted(tests.rglob("*.py"))
+        if not any(_TEST_FUNCTION.search(p.read_text(errors="replace")) for p in files):
+            return (f"no test ran: tests/ ({len(files)} Python file(s)) defines no pytest test, no `def test_...` "
+                    "function or `Test...` class (scripts run as `python tests/...` are not run: kernel-builder's "
+                    "CI and publisher run `pytest tests`)")
         return "no test ran (none collected, or all deselected)"
     why = f" (e.g. {events.skip_reasons[0]})" if events.skip_reasons else ""
     return f"all {skipped} test(s) skipped{why}"
@@ -227,7 +235,7 @@ def run_variant(
                           reason=f"no {accelerator.upper()} device here: imported and op registration checked, tests not run", **common)
         if (run.ok or run.returncode == 5) and not events.counts.passed:
             # Nothing ran: all skipped, or none collected. Not a pass, whatever pytest's exit code.
-            return result("untested", on_hardware=False, reason=_untested_reason(events), **common)
+            return result("untested", on_hardware=False, reason=_untested_reason(events, tmp / "tests"), **common)
         if run.ok:
             return result("passed", on_hardware=True, **common)
         lacking = _environment_lacks(run, events)
