@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from publisher.errors import UsageError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
+GITHUB = "https://github.com"
 _TRUE = ("1", "ON", "YES", "TRUE")  # huggingface_hub's spelling of "set"
 
 
@@ -130,6 +131,19 @@ def docker_base_image() -> str | None:
 def docker_cache_volume() -> str:
     """PUBLISHER_DOCKER_CACHE_VOLUME: the Docker volume holding toolchains and pip caches."""
     return os.environ.get("PUBLISHER_DOCKER_CACHE_VOLUME", "publisher-cache")
+
+
+def github_mirror() -> str:
+    """PUBLISHER_GITHUB_MIRROR: a URL serving github.com's paths (`<repo>/archive/refs/tags/<tag>.tar.gz`)
+    for the sources a build fetches from GitHub; every archive is still checked against its pinned hash."""
+    value = os.environ.get("PUBLISHER_GITHUB_MIRROR")
+    if value is None or value == "":
+        return GITHUB
+    problem = endpoint_problem(value)
+    if problem:
+        raise UsageError(f"PUBLISHER_GITHUB_MIRROR={_show(value)} {problem}",
+                         "set it to a mirror's URL (e.g. https://github-mirror.example.com), or unset it to use github.com")
+    return value.rstrip("/")
 
 
 def nix_kernel_builder() -> str | None:

@@ -253,6 +253,8 @@ class DockerBackend:
                 **self.settings.environment(),
                 # git refuses repositories owned by another uid; this one is read-only anyway
                 "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*",
+                # where `depends` archives come from (each is checked against its pinned hash there too)
+                **({"PUBLISHER_GITHUB_MIRROR": mirror} if (mirror := env.github_mirror()) != env.GITHUB else {}),
             }
             container = self._client.containers.run(
                 image, ["sleep", "infinity"], detach=True, init=True, volumes=volumes, environment=environment,
