@@ -138,6 +138,14 @@ def test_a_hostile_or_odd_archive_is_refused_before_anything_is_kept(mirror, tmp
     assert cached(tmp_path) == [] and not (tmp_path / "evil.h").exists() and not (tmp_path / "cache/evil.h").exists()
 
 
+def test_an_archive_that_unpacks_beyond_the_limit_is_refused(mirror, tmp_path, monkeypatch):
+    monkeypatch.setattr(depends, "MAX_UNPACKED", 1000)
+    mirror.routes[ARCHIVE_PATH] = tar_gz([("cutlass-9.9.0/include/x.h", b"\0" * 1001)])  # compresses to a few bytes
+    with pytest.raises(BuildFailed) as err:
+        fetch(source("sha256-" + "A" * 43 + "="), tmp_path)
+    assert "unpacks to more than" in err.value.first_error and cached(tmp_path) == []
+
+
 def test_an_unreachable_or_missing_release_names_the_url(mirror, tmp_path):
     with pytest.raises(BuildFailed) as err:
         fetch(source("sha256-" + "A" * 43 + "="), tmp_path)

@@ -28,6 +28,7 @@ from publisher.toolchains.provision import cache_root, locked, uv_path
 
 SOURCES = data_path("depends_sources.yaml")
 MAX_ARCHIVE = 2 << 30  # bytes: a release archive larger than this is not a header library
+MAX_UNPACKED = 8 << 30  # bytes its files may add up to (a small archive can expand without bound)
 TIMEOUT = 60  # seconds without a byte before a download is given up
 
 
@@ -145,6 +146,8 @@ def _unpack(archive: Path, dest: Path, url: str, name: str) -> Path:
             members = tar.getmembers()
             for member in members:
                 _refuse_unsafe(member, url, name)
+            if sum(m.size for m in members if m.isfile()) > MAX_UNPACKED:
+                raise BuildFailed(f"`{name}`: {url} unpacks to more than {MAX_UNPACKED >> 30} GiB; not a header library")
             if hasattr(tarfile, "data_filter"):
                 tar.extractall(dest, members=members, filter="data")
             else:  # Python < 3.10.12: the checks above are the filter
