@@ -9,11 +9,10 @@ from __future__ import annotations
 import io
 import os
 import tarfile
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from route_server import RouteServer
 
 from publisher.builder import depends
 from publisher.builder.nar import nar_sha256
@@ -22,36 +21,13 @@ from publisher.errors import BuildFailed
 ARCHIVE_PATH = "/NVIDIA/cutlass/archive/refs/tags/v9.9.0.tar.gz"
 
 
-class Server:
-    def __init__(self):
-        self.routes: dict[str, bytes] = {}
-        self.requests: list[str] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                server.requests.append(self.path)
-                body = server.routes.get(self.path)
-                self.send_response(200 if body is not None else 404)
-                self.end_headers()
-                self.wfile.write(body if body is not None else b"Not Found")
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
 def mirror(monkeypatch, tmp_path):
-    server = Server()
+    server = RouteServer()
     monkeypatch.setenv("PUBLISHER_GITHUB_MIRROR", server.url)
     monkeypatch.setenv("PUBLISHER_CACHE_DIR", str(tmp_path / "cache"))
     yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
+    server.close()
 
 
 def release_tree(root: Path) -> Path:

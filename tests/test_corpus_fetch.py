@@ -11,11 +11,10 @@ import os
 import re
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from route_server import RouteServer
 
 from corpus_index import BUILD_TOMLS, CORPUS, LAYOUTS, require_corpus
 
@@ -51,34 +50,12 @@ def _routes(manifest: dict) -> dict[str, bytes]:
     return routes
 
 
-class _Server:
-    def __init__(self, routes: dict[str, bytes]):
-        self.routes, self.requests = routes, []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                server.requests.append(self.path)
-                body = server.routes.get(self.path)
-                self.send_response(200 if body is not None else 404)
-                self.end_headers()
-                self.wfile.write(body if body is not None else b"404: Not Found")
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
 def github():
     require_corpus()
-    server = _Server(_routes(_manifest()))
+    server = RouteServer(_routes(_manifest()))
     yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
+    server.close()
 
 
 def _fetch(dest: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
