@@ -52,6 +52,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PB405": (W, "generated file committed"),
     "PB406": (W, "no tests/ folder"),
     "PB407": (E, "compiled source uses pybind11 (refused by the limited Python API)"),
+    "PB408": (E, "git submodule the build uses is not checked out"),
     "PB501": (E, "publisher.toml invalid"),
     "PB502": (W, "architecture-specific compiler flag meets a platform it cannot compile for"),
     # push (the gate, per variant)

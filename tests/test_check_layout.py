@@ -177,3 +177,41 @@ def test_a_listed_header_is_not_read(tmp_path):
     root = project(tmp_path, GOOD.replace('src = ["relu_cuda/relu.cu"]', 'src = ["relu_cuda/relu.cu", "relu_cuda/py.hpp"]'))
     (root / "relu_cuda/py.hpp").write_text("#include <pybind11/pybind11.h>\n")
     assert "PB407" not in codes(load_project(root)[1])
+
+
+def submodule_project(tmp_path, sub: str, text=GOOD):
+    """A project in a git work tree whose .gitmodules names `sub` (relative to the project), left as a plain
+    clone leaves it: an empty folder."""
+    import subprocess
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    root = project(tmp_path / "relu", text)
+    (tmp_path / ".gitmodules").write_text(f'[submodule "x"]\n\tpath = relu/{sub}\n\turl = https://github.com/NVIDIA/cutlass.git\n')
+    (root / sub).mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@pytest.mark.parametrize("sub, text", [
+    ("torch-ext/relu_kernel/include/cutlass", GOOD),  # packaged with the Python package (deep-gemm's case)
+    ("third_party/cutlass", GOOD.replace('src = ["relu_cuda/relu.cu"]', 'src = ["relu_cuda/relu.cu"]\ninclude = ["third_party/cutlass/include"]')),
+    ("relu_cuda", GOOD),  # holds a listed source
+], ids=["packaged", "included", "holds-src"])
+def test_a_submodule_the_build_uses_must_be_checked_out(tmp_path, sub, text):
+    root = submodule_project(tmp_path, sub, text)
+    if sub == "relu_cuda":
+        (root / "relu_cuda/relu.cu").unlink()  # as a fresh clone has it
+    loaded, findings = load_project(root)
+    f = next(f for f in findings if f.code == "PB408")
+    assert loaded is None and f.is_error and f"`{sub}`" in f.message and "submodule update --init" in f.hint
+    (root / sub / "README.md").write_text("checked out\n")
+    if sub == "relu_cuda":
+        (root / "relu_cuda/relu.cu").touch()
+    assert "PB408" not in codes(load_project(root)[1])
+
+
+def test_a_submodule_the_build_does_not_use_or_no_git_is_no_finding(tmp_path):
+    root = submodule_project(tmp_path / "a", "benchmarks/third_party/bench")  # not built, not packaged
+    assert "PB408" not in codes(load_project(root)[1])
+    plain = project(tmp_path / "b")  # no git work tree: nothing to ask
+    (plain / ".gitmodules").write_text('[submodule "x"]\n\tpath = torch-ext/relu_kernel/include\n')
+    (plain / "torch-ext/relu_kernel/include").mkdir()
+    assert "PB408" not in codes(load_project(plain)[1])

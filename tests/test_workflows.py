@@ -258,6 +258,16 @@ def test_release_pipeline_builds_natively_signs_tests_and_pushes_only_after_ever
     assert '< <(jq -r \'.[]\' <<<"$LOAD_ONLY_VARIANTS")' in push_step["run"]
 
 
+def test_every_release_job_checks_the_kernels_submodules_out():
+    # a plain checkout leaves each submodule an empty folder (check refuses it: PB408), and a kernel such as
+    # kernels-community/deep-gemm packages headers from one
+    jobs = yaml.safe_load((REPO / ".github" / "workflows" / "release.yml").read_text())["jobs"]
+    checkouts = {name: [s for s in _steps(job) if str(s.get("uses", "")).startswith("actions/checkout")]
+                 for name, job in jobs.items()}
+    assert all(checkouts.values()), checkouts
+    assert all(s["with"]["submodules"] == "recursive" for steps in checkouts.values() for s in steps)
+
+
 def test_ci_fetches_the_corpus_before_the_tests_unless_told_to_skip():
     steps = yaml.safe_load((REPO / ".github" / "workflows" / "ci.yml").read_text())["jobs"]["test"]["steps"]
     run = [s.get("run", "") for s in steps]

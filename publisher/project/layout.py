@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from publisher.codes import finding
 from publisher.findings import Finding
 from publisher.project.abi3 import check_abi3_sources
+from publisher.project.submodules import check_submodules
 
 _SKIP_DIRS = {".git", ".hg", "build", "result", ".venv", "venv", "__pycache__", "node_modules", ".direnv"}
 _BINDING_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".mm", ".cu")
@@ -129,6 +130,7 @@ def check_layout(root: Path, data: Mapping, build_toml: str) -> list[Finding]:
     out += _symlinks(root, real_root)
     out += _package(root, data)
     out += check_abi3_sources(root, data)
+    out += check_submodules(root, data, "tvm-ffi-ext" if "tvm-ffi" in data else "torch-ext")
     return out
 
 
