@@ -215,3 +215,14 @@ def test_a_submodule_the_build_does_not_use_or_no_git_is_no_finding(tmp_path):
     (plain / ".gitmodules").write_text('[submodule "x"]\n\tpath = torch-ext/relu_kernel/include\n')
     (plain / "torch-ext/relu_kernel/include").mkdir()
     assert "PB408" not in codes(load_project(plain)[1])
+
+
+def test_a_hostile_gitmodules_is_read_without_a_traceback(tmp_path):
+    root = submodule_project(tmp_path, "torch-ext/relu_kernel/sub")
+    os.symlink("loop", root / "torch-ext/relu_kernel/loop")
+    (tmp_path / ".gitmodules").write_bytes(
+        b'[submodule "a"]\n\tpath = relu/torch-ext/\x00evil\n[submodule "b"]\n\tpath = /etc\n'
+        b'[submodule "c"]\n\tpath = ../../..\n[submodule "d"]\n\tpath = relu/torch-ext/relu_kernel/loop\n'
+        b'[submodule "e"]\n\tpath = "relu/torch-ext/relu_kernel/sub"\n\xff\xfe\n')
+    _, findings = load_project(root)
+    assert [f.file for f in findings if f.code == "PB408"] == [str(root / "torch-ext/relu_kernel/sub")]

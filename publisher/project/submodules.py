@@ -34,11 +34,11 @@ def check_submodules(root: Path, data: Mapping, ext_dir: str) -> list[Finding]:
     listed = _listed(data)
     out: list[Finding] = []
     for raw in _PATH.findall(text):
-        path = (top / raw.strip().strip('"')).resolve()
         try:
+            path = (top / raw.strip().strip('"')).resolve()
             rel = PurePosixPath(path.relative_to(real_root).as_posix())
-        except ValueError:
-            continue  # another project's submodule
+        except (ValueError, OSError, RuntimeError):
+            continue  # another project's submodule, or no path a submodule could have
         if not _used(rel, ext_dir, listed) or not _empty(path):
             continue
         out.append(finding(
