@@ -133,3 +133,17 @@ def test_migrate_never_raises(doc, give_options):
         assert code in (0, 1), output
         if code == 0 and "nothing to do" not in output:
             assert tomllib.loads(path.read_text())["general"]["edition"] == 5
+
+
+@fuzz(300)
+@given(st.lists(st.one_of(
+    st.sampled_from(["#include <torch/extension.h>", "#  include <pybind11/stl.h>", "#if X", "#ifdef Y", "#endif",
+                     "#else", "/*", "*/", "//", "PYBIND11_MODULE(m, x) {", '#include "', "#include <", "#"]),
+    st.text(max_size=40)), max_size=30))
+def test_the_pybind11_scan_reads_any_source(lines):
+    # a compiled source's text, however odd (unbalanced comments and #if, half directives): found lines
+    # are real lines of it, never a traceback
+    from publisher.project.abi3 import refused_lines
+    text = "\n".join(lines)
+    found = refused_lines(text)
+    assert all(1 <= line <= text.count("\n") + 1 for line, _ in found)
