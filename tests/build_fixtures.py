@@ -83,13 +83,17 @@ SCALE_CU = """\
 
 CUTLASS_HOST_DEVICE float times(float a, float b) { return a * b; }
 
-__global__ void scale_kernel(float *out, const float *in, float f, int64_t n) {
+template <typename Op>
+__global__ void map_kernel(float *out, const float *in, int64_t n, Op op) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i < n) out[i] = times(in[i], f);
+  if (i < n) out[i] = op(in[i]);
 }
 
 void launch_scale(float *out, const float *in, float f, int64_t n, cudaStream_t stream) {
-  scale_kernel<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(out, in, f, n);
+  // a __device__ lambda, as kernels-community/rotary has: upstream builds get --expt-extended-lambda
+  // from torch's CMake (Caffe2 public/cuda.cmake)
+  auto op = [f] __device__ (float x) { return times(x, f); };
+  map_kernel<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(out, in, n, op);
 }
 """
 

@@ -69,7 +69,10 @@ def nvcc_flags(toolchain: Toolchain, debug: bool) -> list[str]:
         f"-std={CXX_STD}",
         f"-ccbin={toolchain.cxx}",
         "-Xcompiler=-fPIC,-fno-gnu-unique",
+        # what torch's CMake (Caffe2 public/cuda.cmake, read by kernel-builder's find_package(Torch)) gives
+        # every upstream CUDA unit: __device__ lambdas (kernels-community/rotary) and constexpr across spaces
         "--expt-relaxed-constexpr",
+        "--expt-extended-lambda",
         *(["-O0", "-g", "-lineinfo"] if debug else ["-O3"]),
     ]
 
