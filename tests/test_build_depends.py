@@ -133,6 +133,23 @@ def test_an_unreachable_or_missing_release_names_the_url(mirror, tmp_path):
     assert cached(tmp_path) == []
 
 
+def test_a_download_cut_short_is_a_build_failure_not_a_traceback(mirror, tmp_path, monkeypatch):
+    import http.client
+
+    class CutShort(io.BytesIO):
+        def read(self, *args):
+            raise http.client.IncompleteRead(b"partial", 100)
+
+        def __enter__(self):
+            return self
+
+    monkeypatch.setattr(depends.urllib.request, "urlopen", lambda *a, **k: CutShort())
+    with pytest.raises(BuildFailed) as err:
+        fetch(source("sha256-" + "A" * 43 + "="), tmp_path)
+    assert "could not fetch `cutlass_9_9`" in err.value.first_error and "IncompleteRead" in err.value.first_error
+    assert cached(tmp_path) == []
+
+
 @pytest.mark.parametrize("value", ["ftp://mirror", "not a url", "http://"])
 def test_a_mirror_setting_that_cannot_work_is_named(monkeypatch, tmp_path, value):
     monkeypatch.setenv("PUBLISHER_GITHUB_MIRROR", value)

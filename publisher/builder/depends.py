@@ -7,6 +7,7 @@ GitHub release upstream's Nix build pins, checked against upstream's own hash
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import shutil
@@ -131,8 +132,8 @@ def _download(url: str, path: Path, name: str) -> None:
                 out.write(chunk)
     except urllib.error.HTTPError as err:
         raise BuildFailed(f"could not fetch `{name}`: {url} answered HTTP {err.code} {err.reason}") from None
-    except (urllib.error.URLError, OSError, ValueError) as err:
-        reason = getattr(err, "reason", None) or err
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as err:  # cut, refused, bad URL
+        reason = getattr(err, "reason", None) or repr(err)
         raise BuildFailed(f"could not fetch `{name}` from {url}: {reason} (no network? set PUBLISHER_GITHUB_MIRROR "
                           "to a mirror of github.com)") from None
 
