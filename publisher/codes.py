@@ -53,6 +53,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PB406": (W, "no tests/ folder"),
     "PB407": (E, "compiled source uses pybind11 (refused by the limited Python API)"),
     "PB408": (E, "git submodule the build uses is not checked out"),
+    "PB409": (W, "tests import a module nothing declares"),
+    "PB410": (W, "pyproject.toml test dependencies cannot be read"),
     "PB501": (E, "publisher.toml invalid"),
     "PB502": (W, "architecture-specific compiler flag meets a platform it cannot compile for"),
     # push (the gate, per variant)

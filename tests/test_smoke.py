@@ -15,7 +15,7 @@ from publisher import state
 
 from cli_helper import run_cli
 from matrix_fixtures import GPU_RUNNER_MATRIX
-from smoke_fixtures import CUDA_VARIANT, write_broken, write_files
+from smoke_fixtures import CUDA_VARIANT, write_files
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_VARIANT_GLOB = "torch*-cpu-*"
@@ -91,20 +91,6 @@ def test_table_shows_the_failure_and_its_output(broken_project):
     assert "test-report.json" in result.stdout
 
 
-def test_default_smoke_test_without_tests_folder(broken_project, tmp_path):
-    """No tests/: the default smoke test loads the kernel, checks its ops are
-    registered under the metadata id, and calls every function that takes a
-    tensor alone — which reaches the segfaulting op."""
-    bare = write_broken(tmp_path / "broken", tests=False)
-    result = run_cli("test", str(bare), "--build-dir", str(broken_project / "build"), "--json",
-                           "--variant", CPU_VARIANT_GLOB)
-    assert result.returncode == 1, result.stderr
-    _, entry = only_entry(json.loads(result.stdout))
-    assert entry["status"] == "failed"
-    assert "test_public_functions_run" in entry["reason"] and "SIGSEGV" in entry["reason"]
-    assert entry["tests"]["passed"] == 2  # loaded through kernels; ops under torch.ops.<id>
-
-
 def test_variant_changed_after_the_build_is_not_tested(broken_project, fresh_copy):
     project = fresh_copy(broken_project)
     variant = next((project / "build").glob(CPU_VARIANT_GLOB))
@@ -120,8 +106,10 @@ def test_python_only_kernel_passes_the_default_smoke_test(noarch_project):
     result = run_cli("test", str(noarch_project), "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     _, entry = only_entry(json.loads(result.stdout))
-    assert entry["status"] == "passed" and entry["on_hardware"] is True
-    assert entry["tests"] == {"passed": 3, "failed": 0, "skipped": 0, "errors": 0}
+    assert entry["status"] == "passed" and entry["on_hardware"] is True and entry["suite"] == "smoke"
+    # loaded, its op registered, the op and halve(x: Tensor) called
+    assert entry["tests"] == {"passed": 4, "failed": 0, "skipped": 0, "errors": 0}
+    assert [c["outcome"] for c in entry["smoke"]] == ["exercised", "exercised"]
 
 
 def test_softcap_example_passes(tmp_path):
@@ -157,7 +145,8 @@ def test_cuda_variant_without_gpu_is_loaded_not_run(broken_cuda_project):
     assert entry["status"] == "loaded-not-run" and entry["on_hardware"] is False
     assert "no CUDA device here" in entry["reason"]
     # Imported and its ops found under the metadata id; nothing called (the op would segfault).
-    assert entry["tests"] == {"passed": 2, "failed": 0, "skipped": 1, "errors": 0}
+    assert entry["suite"] == "load-check" and entry["smoke"] == []
+    assert entry["tests"] == {"passed": 2, "failed": 0, "skipped": 2, "errors": 0}
     assert entry["device"]["torch"].startswith("2.11") and entry["device"]["cuda"] == "13.0"
 
 

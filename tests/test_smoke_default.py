@@ -45,5 +45,7 @@ def test_torch_ops_registered_by_importing_inductor_do_not_fail_the_kernel(tmp_p
     assert result.returncode == 0, result.stdout + result.stderr
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
     assert entry["status"] == "passed"
-    # The three default checks ran: loaded, its op under the build's namespace, square(tensor) called.
-    assert entry["tests"] == {"passed": 3, "failed": 0, "skipped": 0, "errors": 0}
+    # The four default checks ran: loaded, its op under the build's namespace, the op and square(x) called.
+    assert entry["tests"] == {"passed": 4, "failed": 0, "skipped": 0, "errors": 0}
+    assert {c["target"]: c["outcome"] for c in entry["smoke"]} == {"op square": "exercised",
+                                                                   "function square": "exercised"}

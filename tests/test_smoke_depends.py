@@ -66,8 +66,10 @@ def test_undeclared_import_names_the_module_and_the_fix(noarch_project, fresh_co
     result = run_cli("test", str(project), "--json")
     assert result.returncode == 1
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
-    assert entry["status"] == "failed"
-    assert "module `tabulate` is missing" in entry["reason"] and "pythonCheckInputs" in entry["reason"]
+    # nothing of the kernel ran: the test environment's problem, with where to declare it
+    assert entry["status"] == "error"
+    assert "module `tabulate` is not installed" in entry["reason"]
+    assert "pythonCheckInputs" in entry["fix"] and "[dependency-groups] test" in entry["fix"]
 
 
 def _absent_implicit_module() -> str:
@@ -95,7 +97,7 @@ def test_an_import_upstream_provides_undeclared_is_the_environments_problem(noar
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
     assert entry["status"] == "error", entry
     assert f"import `{module}`" in entry["reason"] and "kernel-builder" in entry["reason"]
-    assert f"-m pip install {implicit_requirement(module)}" in entry["reason"]
+    assert f"-m pip install {implicit_requirement(module)}" in entry["fix"]
     import importlib.util
     assert importlib.util.find_spec(module) is None  # the user's environment is left as it was
 
@@ -108,7 +110,7 @@ def test_running_interpreter_is_asked_for_the_dependencies_not_changed(noarch_pr
     assert result.returncode == 1
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
     assert entry["status"] == "error"
-    assert "need tabulate (flake.nix pythonCheckInputs)" in entry["reason"] and "-m pip install tabulate" in entry["reason"]
+    assert "need tabulate (its declared test dependencies)" in entry["reason"] and "-m pip install tabulate" in entry["fix"]
     import importlib.util
     assert importlib.util.find_spec("tabulate") is None  # the user's environment is left as it was
 
@@ -132,7 +134,7 @@ def test_the_kernels_own_python_depends_are_asked_for_not_installed_here(tmp_pat
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
     assert entry["status"] == "error", entry
     assert "the kernel needs einops (build.toml python-depends" in entry["reason"]
-    assert "-m pip install einops" in entry["reason"]
+    assert "-m pip install einops" in entry["fix"]
     assert importlib.util.find_spec("einops") is None  # the user's environment is left as it was
 
 

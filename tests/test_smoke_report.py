@@ -82,6 +82,6 @@ def test_report_entry_has_the_fields_the_push_stage_reads():
     )
     entry = result.entry()
     assert {"status", "fingerprint", "on_hardware", "device", "tests", "seconds", "output_tail", "time"} <= set(entry)
-    assert set(entry["device"]) == {"gpu", "driver", "torch", "cuda", "platform", "python"}
+    assert set(entry["device"]) == {"gpu", "driver", "torch", "cuda", "platform", "python", "capability", "hidden"}
     assert entry["tests"] == {"passed": 3, "failed": 0, "skipped": 0, "errors": 0}
     assert entry["seconds"] == 1.23

@@ -212,6 +212,8 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
     findings = place_findings(found, data, text, file)
     settings, settings_findings = read_settings(root if layout else None)
     findings += settings_findings
+    if root is not None and layout and upgraded is not None:
+        findings += _test_dependency_findings(root, upgraded)
     if has_errors(findings) or upgraded is None:
         return None, findings
     config = to_config(upgraded, written)
@@ -219,6 +221,23 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
                       hub_cache_trust=settings.hub_cache_trust)
     findings += place_findings(platform_findings(project, matrix), data, text, file)
     return project, findings
+
+
+def _test_dependency_findings(root: Path, data: Mapping) -> list[Finding]:
+    """PB410 (pyproject.toml's test group unreadable) and PB409 (tests import what nothing declares)."""
+    from publisher.project.test_imports import check_test_imports
+    from publisher.testing.test_depends import pyproject_test_depends
+
+    general = data.get("general") if isinstance(data.get("general"), Mapping) else {}
+    name = general.get("name")
+    if not isinstance(name, str):
+        return []
+    depends = [d for d in general.get("python-depends") or [] if isinstance(d, str)]
+    cuda = general.get("cuda") if isinstance(general.get("cuda"), Mapping) else {}
+    depends += [d for d in cuda.get("python-depends") or [] if isinstance(d, str)]
+    backends = [b for b in general.get("backends") or [] if isinstance(b, str)]
+    _, problems = pyproject_test_depends(root)
+    return problems + check_test_imports(root, name.replace("-", "_"), depends, backends)
 
 
 def require_project(path: Path, matrix: Path | None = None) -> Project:

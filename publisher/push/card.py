@@ -84,6 +84,11 @@ def describe_test(entry: dict | None) -> str:
         return f"built and load-checked, not run on hardware (load check on {where}" + (f", {env})" if env else ")")
     label = {"untested": "no test ran"}.get(status, status)
     n = f" ({counts.get('passed', 0)} passed)" if status == "passed" else ""
+    if status == "passed" and entry.get("suite") == "smoke":
+        # no tests of its own: say what the verdict rests on
+        calls = [c for c in entry.get("smoke") or [] if isinstance(c, dict)]
+        exercised = sum(1 for c in calls if c.get("outcome") == "exercised")
+        n = f" (smoke test only: {exercised} of {len(calls)} ops and functions called; the project has no tests)"
     return f"{label}{n} on {where}" + (f" ({env})" if env else "")
 
 

@@ -86,8 +86,10 @@ def judge(build_dir: Path, name: str, allow_untested: bool, load_only: tuple[str
             findings.append(_finding("PP104", Severity.WARNING, variant_dir, untested,
                                      "published because of --allow-untested-variant: no runner can test it"))
         else:
+            fix = (test or {}).get("fix") if (test or {}).get("status") in ("error", "untested") else None
             hint = (f"--allow-untested-variant admits {name} only after `publisher test --allow-load-only` checked its "
                     "import (status 'loaded-not-run')" if matches_any(name, load_only) else
+                    f"{fix}; then run `publisher test` again (or pass --allow-untested to publish it anyway)" if fix else
                     f"run `publisher test` on hardware for {name}, or pass --allow-untested to publish it anyway")
             findings.append(_finding("PP104", Severity.ERROR, variant_dir, untested, hint))
 

@@ -12,6 +12,7 @@ import importlib.metadata
 import importlib.util
 import json
 import re
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ class TestEnvironment:
 
     python: str
     origin: str  # shown to the user: where the interpreter comes from
+    publisher_made: bool = False  # publisher made it (and installs what the tests need into it)
 
 
 def torch_compute(info: dict) -> tuple[str, str] | None:
@@ -104,7 +106,7 @@ def select_environment(
 ) -> TestEnvironment:
     """The environment to test `variant` in; `planned_for` looks the variant up
     in the plan (only when this interpreter cannot load it); `test_depends`:
-    the project's test dependencies (flake.nix pythonCheckInputs); `kernel_depends`:
+    the project's declared test dependencies (testing.test_depends); `kernel_depends`:
     the variant's own python-depends, without which `kernels` does not load it.
     Raises EnvironmentProblem with the reason when there is none."""
     info = _this_interpreter()
@@ -117,13 +119,13 @@ def select_environment(
             )
         for needed, who in ((kernel_depends, "the kernel needs {} (build.toml python-depends; `kernels` does not "
                                              "load it without)"),
-                            (test_depends, "the project's tests need {} (flake.nix pythonCheckInputs)")):
+                            (test_depends, "the project's tests need {} (its declared test dependencies)")):
             missing = _missing_distributions(needed)
             if missing:
                 raise EnvironmentProblem(
                     f"{who.format(', '.join(missing))}, not installed for {sys.executable}, which runs this "
                     "variant's tests (publisher does not change that environment)",
-                    f"{sys.executable} -m pip install {' '.join(missing)}",
+                    f"{sys.executable} -m pip install {' '.join(shlex.quote(m) for m in missing)}",
                 )
         return TestEnvironment(sys.executable, f"this interpreter (torch {info['torch_version']})")
     from publisher.toolchains.provision import ensure_packages, ensure_toolchain, recorded_toolchains
@@ -155,7 +157,7 @@ def select_environment(
         except ToolchainUnavailable as err:
             on_line(f"note: {err.reason}; kernel-builder's test environments hold them, tests importing them will "
                     "say what is missing")
-    return TestEnvironment(str(toolchain.python), f"toolchain {toolchain.key}")
+    return TestEnvironment(str(toolchain.python), f"toolchain {toolchain.key}", toolchain.env_dir is not None)
 
 
 def _probe(python: str) -> dict:

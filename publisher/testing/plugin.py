@@ -6,13 +6,19 @@ the device the tests run on ($PUBLISHER_TEST_DEVICE_OUT), offers a
 `device` fixture like upstream's CI harness (a project's own fixture wins),
 and appends one JSON line per test event to $PUBLISHER_TEST_EVENTS — written
 and flushed as it happens, so the file survives a segfault or a kill and
-names the test that was running. For a CPU variant it makes `cpu` the
-backend `kernels` selects, as on a CPU torch (see _load_as_cpu_torch)."""
+names the test that was running; for a test that fails or cannot be
+collected, it also records what was raised and where (so publisher can tell
+a missing test dependency from a failing kernel). For a CPU variant it makes
+`cpu` the backend `kernels` selects, as on a CPU torch (see
+_load_as_cpu_torch), and keeps the hidden accelerators hidden from torch
+($PUBLISHER_TEST_HIDDEN_ACCELERATORS, see _hide)."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+import traceback
 
 import pytest
 
@@ -44,16 +50,65 @@ def _load_as_cpu_torch() -> None:
         module._backend = kernels.backends.CPU
 
 
+def _hidden() -> dict:
+    try:
+        return json.loads(os.environ.get("PUBLISHER_TEST_HIDDEN_ACCELERATORS") or "{}")
+    except ValueError:
+        return {}
+
+
+def _hide(checks: list[str]) -> None:
+    """The variables publisher set hide the devices from their runtimes; a
+    runtime without one (MPS), or one that ignored it, is hidden from torch here."""
+    import torch
+
+    modules = {"cuda": getattr(torch, "cuda", None), "xpu": getattr(torch, "xpu", None),
+               "mps": getattr(getattr(torch, "backends", None), "mps", None)}
+    for check in checks:
+        module = modules.get(check)
+        if module is not None and getattr(module, "is_available", None) and module.is_available():
+            module.is_available = lambda: False
+
+
+def _import_the_kernels_client() -> None:
+    """Import the `kernels` client itself, once, before anything else can: the variant
+    folder is on the path (as in kernel-builder's test shell), and a kernel with a
+    subpackage of its own named `kernels` (kernels-community scattermoe) would otherwise
+    stand in for the client, for publisher's harness and the project's tests alike."""
+    variant = os.environ.get("PUBLISHER_TEST_VARIANT_DIR")
+    if not variant or "kernels" in sys.modules:
+        return
+    saved = list(sys.path)
+    real = os.path.realpath(variant)
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != real]
+    try:
+        import kernels  # noqa: F401
+    except ImportError:
+        pass  # a missing client is reported where it is used
+    finally:
+        sys.path[:] = saved
+
+
+_RERUNS: list[str] = []  # plugins that honour @pytest.mark.flaky here (flaky, pytest-rerunfailures)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "kernels_ci: CI subset of a kernel project's tests")
+    _RERUNS[:] = [name for name in ("flaky", "rerunfailures") if config.pluginmanager.hasplugin(name)]
+    _import_the_kernels_client()
     if os.environ.get("PUBLISHER_TEST_BACKEND") == "cpu":
         _load_as_cpu_torch()
+    hidden = _hidden()
+    if hidden:
+        _hide(list(hidden.get("torch") or []))
     out = os.environ.get("PUBLISHER_TEST_DEVICE_OUT")
     if out:
         import publisher_device  # device.py, copied beside this file
 
+        device = publisher_device.collect()
+        device["hidden"] = list(hidden.get("accelerators") or [])
         with open(out, "w", encoding="utf-8") as fh:
-            json.dump(publisher_device.collect(), fh)
+            json.dump(device, fh)
 
 
 @pytest.fixture(scope="session")
@@ -70,6 +125,39 @@ def device():
     return torch.device(name if name and usable.get(name) else "cpu")
 
 
+def pytest_exception_interact(node, call, report):
+    """What a failing test or collector raised, and the innermost frame it came from."""
+    excinfo = call.excinfo
+    if excinfo is None:
+        return
+    error = excinfo.value
+    while error.__cause__ is not None and type(error).__name__ == "CollectError":
+        error = error.__cause__  # pytest wraps what importing a test module raised
+    frames = traceback.extract_tb(error.__traceback__)
+    where = frames[-1] if frames else None
+    if isinstance(error, SyntaxError) and error.filename:
+        file, line = error.filename, error.lineno
+    else:
+        file, line = (where.filename, where.lineno) if where else (None, None)
+    _emit(
+        event="exception",
+        nodeid=report.nodeid,
+        type=type(error).__name__,
+        module=getattr(error, "name", None) if isinstance(error, ImportError) else None,
+        message=_message(error),
+        file=file,
+        line=line,
+        files=[f.filename for f in frames][-30:],
+    )
+
+
+def _message(error: BaseException) -> str:
+    if type(error).__name__ == "FixtureLookupError":  # its str() is a tuple; its message is the sentence
+        return f"fixture '{getattr(error, 'argname', '?')}' not found"
+    text = str(error)
+    return text.splitlines()[0][:300] if text else ""
+
+
 def pytest_collectreport(report):
     if report.failed:
         _emit(event="collect-error", nodeid=report.nodeid)
@@ -82,6 +170,8 @@ def pytest_runtest_logstart(nodeid, location):
 def pytest_runtest_logreport(report):
     # A skip's longrepr is (file, line, "Skipped: reason").
     skip = report.longrepr[2] if report.skipped and isinstance(report.longrepr, tuple) else None
+    # a failing test its author marked flaky, with no plugin here to run it again
+    unretried = report.failed and "flaky" in report.keywords and not _RERUNS
     _emit(
         event="report",
         nodeid=report.nodeid,
@@ -89,6 +179,7 @@ def pytest_runtest_logreport(report):
         outcome=report.outcome,
         xfail=hasattr(report, "wasxfail"),
         **({"reason": str(skip)} if skip else {}),
+        **({"flaky_unretried": True} if unretried else {}),
     )
 
 

@@ -12,5 +12,11 @@ VARIANT_DIR = "PUBLISHER_TEST_VARIANT_DIR"  # that variant folder (for metadata.
 LOAD_ONLY = "PUBLISHER_TEST_LOAD_ONLY"  # "1": import and check op registration, call nothing
 DEVICE_OUT = "PUBLISHER_TEST_DEVICE_OUT"  # file the plugin records the device the tests ran on in
 DEVICE_LINE = "PUBLISHER_DEVICE"  # prefix of device.py's one-line answer to the probe
+HIDDEN = "PUBLISHER_TEST_HIDDEN_ACCELERATORS"  # JSON list: accelerators hidden from the tests (a cpu variant)
+SMOKE_OUT = "PUBLISHER_TEST_SMOKE_OUT"  # file the smoke test appends its calls and their outcomes to
+SMOKE_SKIP = "PUBLISHER_TEST_SMOKE_SKIP"  # JSON list of smoke targets not to call (one did not return)
+SMOKE_CALL_TIMEOUT = "PUBLISHER_TEST_SMOKE_CALL_TIMEOUT"  # seconds one smoke call may take
+SMOKE_HUNG_EXIT = 86  # the smoke test's exit code after a call that did not return (recorded first)
 
-NAMES = (EVENTS, BACKEND, KERNEL_DIR, VARIANT_DIR, LOAD_ONLY, DEVICE_OUT, DEVICE_LINE)
+NAMES = (EVENTS, BACKEND, KERNEL_DIR, VARIANT_DIR, LOAD_ONLY, DEVICE_OUT, DEVICE_LINE, HIDDEN, SMOKE_OUT, SMOKE_SKIP,
+         SMOKE_CALL_TIMEOUT)

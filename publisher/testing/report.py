@@ -9,8 +9,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from publisher.secrets import redact
+from publisher.testing.smoke import describe_call
 
-DEVICE_KEYS = ("gpu", "driver", "torch", "cuda", "platform", "python")
+DEVICE_KEYS = ("gpu", "driver", "torch", "cuda", "platform", "python", "capability", "hidden")
 TAIL_LINES = 60
 TAIL_CHARS = 6000
 
@@ -35,6 +36,8 @@ class EventSummary:
     unfinished: str | None  # the test that was running when the process died
     failing: tuple[str, ...] = ()  # node ids of failed/errored tests
     skip_reasons: tuple[str, ...] = ()  # distinct, in order seen
+    exceptions: tuple[dict, ...] = ()  # what each failing test or collector raised (plugin's "exception" events)
+    flaky_unretried: tuple[str, ...] = ()  # failing tests marked flaky that nothing here ran again
 
 
 def read_events(path: Path) -> EventSummary:
@@ -45,6 +48,8 @@ def read_events(path: Path) -> EventSummary:
     finished: set[str] = set()
     collect_errors: list[str] = []
     skip_reasons: dict[str, None] = {}
+    exceptions: list[dict] = []
+    flaky: dict[str, None] = {}
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -54,8 +59,12 @@ def read_events(path: Path) -> EventSummary:
             ev = json.loads(line)
         except ValueError:
             continue  # a line cut short by a crash
+        if not isinstance(ev, dict):
+            continue
         kind, node = ev.get("event"), ev.get("nodeid", "")
-        if kind == "collect-error":
+        if kind == "exception":
+            exceptions.append(ev)
+        elif kind == "collect-error":
             collect_errors.append(node)
         elif kind == "start":
             started.append(node)
@@ -63,6 +72,8 @@ def read_events(path: Path) -> EventSummary:
             finished.add(node)
         elif kind == "report":
             outcome[node] = _fold(outcome.get(node), ev)
+            if ev.get("flaky_unretried"):
+                flaky.setdefault(node, None)
             if ev.get("reason"):
                 skip_reasons.setdefault(str(ev["reason"]), None)
     unfinished = next((n for n in reversed(started) if n not in finished), None)
@@ -76,7 +87,7 @@ def read_events(path: Path) -> EventSummary:
         errors=values.count("error") + len(collect_errors),
     )
     failing = tuple(collect_errors) + tuple(n for n, o in outcome.items() if o in ("failed", "error"))
-    return EventSummary(counts, unfinished, failing, tuple(skip_reasons))
+    return EventSummary(counts, unfinished, failing, tuple(skip_reasons), tuple(exceptions), tuple(flaky))
 
 
 def _fold(previous: str | None, ev: dict) -> str | None:
@@ -128,6 +139,10 @@ class VariantTestResult:
     time: str = ""
     reason: str = ""  # one line: why it failed / was not run; empty when passed
     log: str | None = None
+    fix: str = ""  # for `error` (and some `untested`): what to do
+    suite: str = ""  # what ran: project (its own tests), smoke (publisher's smoke test), load-check
+    smoke: tuple[dict, ...] = ()  # the smoke test's calls (target, outcome, inputs, detail)
+    warnings: tuple[str, ...] = ()  # e.g. "not torch.compile-ready" (never a failure)
 
     def entry(self) -> dict:
         """The test-report entry (state.update_report) the push stage reads."""
@@ -137,10 +152,14 @@ class VariantTestResult:
             "on_hardware": self.on_hardware,
             "device": {k: self.device.get(k) for k in DEVICE_KEYS},
             "tests": asdict(self.tests),
+            "suite": self.suite,
+            "smoke": list(self.smoke),
+            "warnings": list(self.warnings),
             "seconds": round(self.seconds, 2),
             "output_tail": self.output_tail,
             "time": self.time,
             "reason": self.reason,
+            "fix": self.fix,
             "log": self.log,
         }
 
@@ -154,7 +173,16 @@ def describe_device(device: dict) -> str:
     cuda = f" CUDA {device['cuda']}" if device.get("cuda") else ""
     where = device.get("gpu") or "CPU"
     driver = f" (driver {device['driver']})" if device.get("driver") else ""
-    return f"{where}{driver}, {torch}{cuda}"
+    hidden = f" ({', '.join(device['hidden'])} hidden)" if device.get("hidden") else ""
+    return f"{where}{hidden}{driver}, {torch}{cuda}"
+
+
+def describe_suite(result: VariantTestResult) -> str:
+    """What the verdict rests on, in a few words."""
+    if result.suite == "smoke":
+        exercised = sum(1 for c in result.smoke if c.get("outcome") == "exercised")
+        return f"smoke test only ({exercised} of {len(result.smoke)} calls exercised)"
+    return {"project": "the project's tests", "load-check": "load check"}.get(result.suite, result.suite or "-")
 
 
 def render_table(results: list[VariantTestResult]) -> str:
@@ -167,4 +195,11 @@ def render_table(results: list[VariantTestResult]) -> str:
     for r in results:
         if r.reason:
             lines.append(f"  {r.variant}: {r.reason}")
+        if r.fix:
+            lines.append(f"    fix: {r.fix}")
+        if r.suite == "smoke":
+            lines.append(f"  {r.variant}: {describe_suite(r)}: the project has no tests/ of its own")
+            lines += [f"    {describe_call(c)}" for c in r.smoke]
+        lines += [f"  {r.variant}: warning: {w}" for w in r.warnings]
     return "\n".join(lines)
+

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,18 +24,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from publisher import runner, state
+from publisher.host import host_platform
 from publisher.options import TestOptions
 from publisher.plan.variants import Variant
-from publisher.testing import protocol, report
+from publisher.testing import protocol, report, verdict
+from publisher.testing.accelerators import hiding_for
 from publisher.testing.environment import TestEnvironment
 from publisher.testing.report import VariantTestResult
-from publisher.testing.test_depends import implicit_requirement
+from publisher.testing.smoke import read_smoke
+from publisher.testing.test_depends import declared_test_depends, provided_modules
 
 HERE = Path(__file__).parent
 PROBE_TIMEOUT = 180
+SMOKE_CALL_SECONDS = 60.0  # one smoke call on guessed inputs; longer counts as not returning
+MAX_SMOKE_RERUNS = 8  # smoke runs started again without a call that did not return
 _GET_KERNEL_RE = re.compile(r"""get_kernel\(\s*["']([\w.-]+/[\w.-]+)["']""")
 _DEVICE_RE = re.compile(rf"^{protocol.DEVICE_LINE} (\{{.*\}})$", re.M)
-_MISSING_MODULE_RE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 
 
 @dataclass(frozen=True)
@@ -79,9 +82,10 @@ def _prepare(tmp: Path, target: VariantUnderTest, options: TestOptions) -> None:
     # Anchors pytest's rootdir here, so no config of the caller's tree applies. The
     # timeout keys take effect when pytest-timeout is installed; its thread method
     # also stops a test stuck in native code (a signal would wait for it forever).
-    (tmp / "pytest.ini").write_text(
-        f"[pytest]\ntimeout = {int(options.test_timeout)}\ntimeout_method = thread\n"
-    )
+    # The smoke test bounds each of its calls itself (a call that does not return is "not exercised"), so the
+    # per-test timeout, which would end the whole smoke test as a failure, is off for it.
+    per_test = int(options.test_timeout) if target.tests_dir is not None else 0
+    (tmp / "pytest.ini").write_text(f"[pytest]\ntimeout = {per_test}\ntimeout_method = thread\n")
     if target.tests_dir is not None:
         shutil.copytree(target.tests_dir, tmp / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     else:
@@ -119,55 +123,41 @@ def _pytest_argv(env: TestEnvironment, tmp: Path, target: VariantUnderTest, load
     return argv
 
 
-def _failure_reason(result: runner.RunResult, events: report.EventSummary, options: TestOptions) -> str:
-    where = f" in {events.unfinished}" if events.unfinished else ""
-    if result.timed_out:
-        return f"timed out after {int(options.timeout)}s{where} (--timeout)"
-    if result.returncode < 0:
-        try:
-            name = signal.Signals(-result.returncode).name
-        except ValueError:
-            name = f"signal {-result.returncode}"
-        return f"crashed ({name}){where}"
-    if events.unfinished and "Timeout" in result.output:
-        return f"test timed out after {int(options.test_timeout)}s{where} (--test-timeout)"
-    if events.unfinished:
-        return f"the test process exited (code {result.returncode}){where}"
-    if result.returncode == 2 and events.counts.errors:
-        missing = sorted(set(_MISSING_MODULE_RE.findall(result.output)))
-        if missing:
-            names = ", ".join(f"`{m}`" for m in missing)
-            return (f"tests could not be collected: module {names} is missing ({', '.join(events.failing[:3])}); "
-                    "declare what the tests need in flake.nix `pythonCheckInputs = pkgs: with pkgs; [ ... ];` "
-                    "and publisher installs it into the test environments")
-        return "tests could not be collected (import error?): " + ", ".join(events.failing[:3])
-    failing = ", ".join(events.failing[:3]) + (" ..." if len(events.failing) > 3 else "")
-    return f"{events.counts.failed + events.counts.errors} test(s) failed: {failing}" if failing else result.first_error_line()
+def _run_tests(argv: list[str], tmp: Path, child_env: dict, log: Path, on_line, options: TestOptions,
+               smoke_log: Path | None) -> tuple[runner.RunResult, report.EventSummary]:
+    """Run pytest; for the smoke test, again without each call that did not return (it ends
+    the process after recording it, since spinning native code cannot be interrupted)."""
+    deadline = time.monotonic() + options.timeout
+    skip: list[str] = []
+    while True:
+        (tmp / "events.jsonl").unlink(missing_ok=True)
+        run = runner.run(argv, cwd=tmp, env=child_env, log=log, on_line=on_line,
+                         timeout=max(1.0, deadline - time.monotonic()))
+        events = report.read_events(tmp / "events.jsonl")
+        if smoke_log is None or run.returncode != protocol.SMOKE_HUNG_EXIT or len(skip) >= MAX_SMOKE_RERUNS:
+            return run, events
+        hung = [t for t in read_smoke(smoke_log).hung() if t not in skip]
+        if not hung:
+            return run, events
+        skip += hung
+        child_env[protocol.SMOKE_SKIP] = json.dumps(skip)
 
 
-def _environment_lacks(result: runner.RunResult, events: report.EventSummary) -> dict[str, str]:
-    """module -> requirement, when the tests could not even be collected and every module they
-    missed is one kernel-builder's test shells hold undeclared (empty otherwise)."""
-    collecting = (result.returncode == 2 and events.counts.errors) or result.returncode in (3, 4)
-    missing = sorted(set(_MISSING_MODULE_RE.findall(result.output))) if collecting and not events.unfinished else []
-    provided = {m: implicit_requirement(m) for m in missing}
-    return provided if missing and all(provided.values()) else {}
+def _kernel(target: VariantUnderTest, tmp: Path) -> verdict.Kernel:
+    """The kernel's own module names and the folders its files load from (a frame there is the kernel's)."""
+    try:
+        ops_id = json.loads((target.path / "metadata.json").read_text()).get("id") or ""
+    except (OSError, ValueError, AttributeError):
+        ops_id = ""
+    names = frozenset(n for n in (target.python_name, str(ops_id), target.name) if n)
+    paths = (str(target.path.resolve()), str(tmp / "import"), str(target.kernel_dir(tmp)))
+    return verdict.Kernel(names, paths)
 
 
-_TEST_FUNCTION = re.compile(r"^\s*(?:async\s+)?def\s+test|^\s*class\s+Test", re.M)
-
-
-def _untested_reason(events: report.EventSummary, tests: Path) -> str:
-    skipped = events.counts.skipped
-    if not skipped:
-        files = sorted(tests.rglob("*.py"))
-        if not any(_TEST_FUNCTION.search(p.read_text(errors="replace")) for p in files):
-            return (f"no test ran: tests/ ({len(files)} Python file(s)) defines no pytest test, no `def test_...` "
-                    "function or `Test...` class (scripts run as `python tests/...` are not run: kernel-builder's "
-                    "CI and publisher run `pytest tests`)")
-        return "no test ran (none collected, or all deselected)"
-    why = f" (e.g. {events.skip_reasons[0]})" if events.skip_reasons else ""
-    return f"all {skipped} test(s) skipped{why}"
+def _environment(env: TestEnvironment, target: VariantUnderTest) -> verdict.Environment:
+    project_root = target.tests_dir.parent if target.tests_dir is not None else None
+    declared = frozenset(provided_modules(declared_test_depends(project_root)))
+    return verdict.Environment(env.python, env.origin, env.publisher_made, declared)
 
 
 def run_variant(
@@ -197,7 +187,8 @@ def run_variant(
     try:
         _prepare(tmp, target, options)
         repo_id = options.repo_id or find_repo_id(target.tests_dir)
-        child_env = dict(os.environ)
+        # the caller's environment, less any protocol name it happens to hold (only this run sets those)
+        child_env = {k: v for k, v in os.environ.items() if k not in protocol.NAMES}
         child_env.update(
             PYTHONDONTWRITEBYTECODE="1",  # keep __pycache__ out of the variant folder
             PYTHONPATH=os.pathsep.join([str(tmp / "import"), str(target.kernel_dir(tmp) / target.name)]
@@ -213,40 +204,39 @@ def run_variant(
             child_env["LOCAL_KERNELS"] = f"{repo_id}={target.kernel_dir(tmp)}"
 
         accelerator = needs_accelerator(variant)
+        hiding = hiding_for(variant, host_platform())
+        if hiding is not None:
+            # tested as a user without an accelerator runs it: tests that pick a device by availability pick the CPU
+            child_env.update(hiding.env)
+            child_env[protocol.HIDDEN] = json.dumps({"accelerators": hiding.hidden, "torch": hiding.torch_checks})
         load_only, probed = False, None
         if accelerator is not None:
             # Whether the tests can run here decides what runs: ask the environment first.
             probed, probe_output = _probe(env, child_env, tmp, log)
             if probed is None:
                 return result("error", on_hardware=False, output_tail=report.tail(probe_output),
-                              reason=f"torch does not start in {env.python} ({env.origin})")
+                              reason=f"torch does not start in {env.python} ({env.origin})",
+                              fix=f"check that `{env.python} -c 'import torch'` works")
             load_only = not probed["accelerators"].get(accelerator, False)
         if load_only:
             child_env[protocol.LOAD_ONLY] = "1"
             _use_default_test(tmp)  # the project's tests need the hardware
+        suite = verdict.LOAD_CHECK if load_only else verdict.PROJECT if target.tests_dir is not None else verdict.SMOKE
         child_env[protocol.DEVICE_OUT] = str(tmp / "device.json")
         argv = _pytest_argv(env, tmp, target, load_only, options.all_tests)
-        run = runner.run(argv, cwd=tmp, env=child_env, log=log, on_line=on_line, timeout=options.timeout)
-        events = report.read_events(tmp / "events.jsonl")
+        smoke_log = tmp / "smoke.jsonl"
+        if suite != verdict.PROJECT:
+            child_env[protocol.SMOKE_OUT] = str(smoke_log)
+            child_env[protocol.SMOKE_CALL_TIMEOUT] = str(min(SMOKE_CALL_SECONDS, options.test_timeout / 2))
+        run, events = _run_tests(argv, tmp, child_env, log, on_line, options, smoke_log if suite == verdict.SMOKE else None)
+        smoke = read_smoke(smoke_log) if suite == verdict.SMOKE else None
         device = _read_json(tmp / "device.json") or probed or {}
-        common = dict(device=device, tests=events.counts, output_tail=report.tail(run.output))
-        if run.ok and load_only:
-            return result("loaded-not-run", on_hardware=False,
-                          reason=f"no {accelerator.upper()} device here: imported and op registration checked, tests not run", **common)
-        if (run.ok or run.returncode == 5) and not events.counts.passed:
-            # Nothing ran: all skipped, or none collected. Not a pass, whatever pytest's exit code.
-            return result("untested", on_hardware=False, reason=_untested_reason(events, tmp / "tests"), **common)
-        if run.ok:
-            return result("passed", on_hardware=True, **common)
-        lacking = _environment_lacks(run, events)
-        if lacking:
-            # kernel-builder's test shells hold these undeclared: the environment is short, not the kernel
-            return result("error", on_hardware=False, reason=(
-                f"the tests import {', '.join(f'`{m}`' for m in lacking)}, which {env.origin} lacks; kernel-builder's "
-                "test environments have it without a declaration (their torch depends on it): "
-                f"{env.python} -m pip install {' '.join(sorted(set(lacking.values())))}"), **common)
-        if run.returncode in (3, 4) and not events.unfinished:
-            return result("error", on_hardware=False, reason=f"pytest could not run (exit {run.returncode}): {run.first_error_line()}", **common)
-        return result("failed", on_hardware=not load_only, reason=_failure_reason(run, events, options), **common)
+        outcome = verdict.judge(run, events, suite=suite, accelerator=accelerator, tests=tmp / "tests",
+                                kernel=_kernel(target, tmp), env=_environment(env, target), options=options,
+                                smoke=smoke)
+        return result(outcome.status, on_hardware=outcome.on_hardware, reason=outcome.reason, fix=outcome.fix,
+                      suite=suite, device=device, tests=events.counts, output_tail=report.tail(run.output),
+                      smoke=tuple(c.entry() for c in smoke.calls) if smoke else (),
+                      warnings=smoke.warnings if smoke else ())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -110,14 +110,14 @@ def run_tests(
                                          kernel_depends(variant_dir, variant.backend))
             except (PublisherError, ToolchainUnavailable) as err:
                 reason = getattr(err, "reason", None) or getattr(err, "message", str(err))
-                if getattr(err, "hint", None):
-                    reason += f" (fix: {err.hint})"
-                results.append(_not_testable(name, variant_dir, f"no test environment: {reason}"))
+                results.append(_not_testable(name, variant_dir, f"no test environment: {reason}",
+                                             getattr(err, "hint", None) or ""))
             else:
                 on_progress(f"  with {env.python} ({env.origin})")
                 target = VariantUnderTest(name, variant_dir, project.python_name, tests_dir, project.extension_name)
                 results.append(run_variant(target, env, build_dir, replace(options, repo_id=repo_id), on_output))
-        on_progress(f"  {results[-1].status}" + (f": {results[-1].reason}" if results[-1].reason else ""))
+        last = results[-1]
+        on_progress(f"  {last.status}" + (f": {last.reason}" if last.reason else "") + (f"\n    fix: {last.fix}" if last.fix else ""))
         state.update_report(state.test_report_path(build_dir), {name: results[-1].entry()})
     return TestRun(tuple(results), state.test_report_path(build_dir), options.require_gpu)
 
@@ -130,12 +130,12 @@ def run_project_tests(options: TestCommandOptions, on_progress: Sink = lambda li
                      on_progress=on_progress, on_output=on_output)
 
 
-def _not_testable(name: str, variant_dir: Path, reason: str) -> VariantTestResult:
+def _not_testable(name: str, variant_dir: Path, reason: str, fix: str = "") -> VariantTestResult:
     try:
         fingerprint = state.variant_fingerprint(variant_dir)
     except OSError:
         fingerprint = None
     return VariantTestResult(
-        variant=name, status="error", fingerprint=fingerprint, on_hardware=False, reason=reason,
+        variant=name, status="error", fingerprint=fingerprint, on_hardware=False, reason=reason, fix=fix,
         time=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )

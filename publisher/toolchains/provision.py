@@ -18,7 +18,11 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion
 
 from publisher import env, runner
 from publisher.data import read_yaml
@@ -82,10 +86,42 @@ def cache_root() -> Path:
     return Path(base) / "publisher" / "toolchains"
 
 
+def serves(spec: ToolchainSpec, info: dict, platform: str) -> bool:
+    """Does the torch described by `info` (toolchains.probe) satisfy the matrix cell of `spec`:
+    the cell's torch requirement, its compute flavour (CUDA/ROCm version; a cpu cell: any
+    flavour of that torch, which all carry the same CPU headers and libraries) and platform?"""
+    version = info.get("torch_version")
+    if not version or spec.platform != platform:
+        return False
+    try:
+        if not Requirement(spec.torch_requirement).specifier.contains(version, prereleases=True):
+            return False
+    except (InvalidRequirement, InvalidVersion):
+        return False
+    if ".".join(version.split("+")[0].split(".")[:2]) != spec.torch:
+        return False
+    backend, wanted = backend_of_compute(spec.compute), compute_version(spec.compute)
+    have = {"cuda": info.get("cuda"), "rocm": info.get("hip")}.get(backend)
+    if backend == "cpu":
+        return True
+    return backend in ("cuda", "rocm") and have is not None and _same_minor(have, wanted or "")
+
+
+@lru_cache(maxsize=1)
+def _running_torch() -> dict:
+    return toolchain_probe.probe()
+
+
+def _this_interpreter_serves(spec: ToolchainSpec) -> bool:
+    """The running interpreter is the cell's toolchain: nothing to make, nothing to download."""
+    info = _running_torch()
+    return "error" not in info and serves(spec, info, host_platform())
+
+
 def recorded_identity(spec: ToolchainSpec) -> str | None:
     """The identity of an already created toolchain, without creating or probing
     anything (cheap: used for cache keys). None when it does not exist yet."""
-    python = getattr(spec, "python", None)
+    python = getattr(spec, "python", None) or (sys.executable if _this_interpreter_serves(spec) else None)
     if python:
         return _interpreter_identity(python)
     record = cache_root() / spec.key / _RECORD
@@ -101,6 +137,18 @@ def ensure_toolchain(spec: ToolchainSpec, on_line: LineSink | None = None, log: 
     python = getattr(spec, "python", None)
     if python:
         return _describe(spec, Path(python), env_dir=None, log=log)
+    if _this_interpreter_serves(spec):
+        try:
+            toolchain = _describe(spec, Path(sys.executable), env_dir=None, log=log)
+        except ToolchainUnavailable as err:  # e.g. no nvcc of its CUDA here: make the environment, which has one
+            on_line(f"this interpreter's torch is the cell's, but it cannot build here ({err.reason}); making {spec.key}")
+        else:
+            note = f"using this interpreter's torch {toolchain.torch_version} ({sys.executable}): it is the cell's torch"
+            on_line(note)
+            if log is not None:  # the build log says what built the variant
+                with open(log, "a", encoding="utf-8") as fh:
+                    fh.write(f"# {note}\n")
+            return toolchain
     _check_obtainable(spec)
     env_dir = cache_root() / spec.key
     record = env_dir / _RECORD

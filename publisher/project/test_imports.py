@@ -1,0 +1,91 @@
+"""PB409: the project's tests import a top-level module that nothing declares
+(pyproject.toml `[dependency-groups] test`, publisher.toml `test-depends`,
+flake.nix `pythonCheckInputs`, build.toml `python-depends`) and that is not
+the kernel itself, the standard library, torch, the harness or what every
+test environment holds. Such a test cannot be collected where the module is
+missing, which `publisher test` reports as an error of the environment."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+from publisher.codes import finding
+from publisher.findings import Finding
+from publisher.project import resources
+from publisher.testing.test_depends import (
+    DECLARE_HINT,
+    always_present,
+    declared_test_depends,
+    provided_modules,
+    pypi_name,
+)
+
+MAX_FILES = 2000
+_HARNESS = {"torch", "kernels", "pytest", "__future__"}
+
+
+def _imports(tree: ast.Module) -> list[tuple[str, int]]:
+    """(top-level module, line) of every absolute import that runs when the test module is
+    collected: at module or class level, outside `try` (an optional import) and functions
+    (which import only when that test runs, and say so then)."""
+    found: list[tuple[str, int]] = []
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import):
+                found.extend((alias.name.split(".")[0], node.lineno) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.append((node.module.split(".")[0], node.lineno))
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body)
+            elif isinstance(node, ast.If) and not _type_checking(node.test):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.With):
+                visit(node.body)
+
+    visit(tree.body)
+    return found
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _local_modules(tests: Path, files: list[Path]) -> set[str]:
+    """Names the tests can import from their own folders (pytest puts them on sys.path)."""
+    local = {p.stem for p in files} | {tests.name}  # `from tests.utils import ...` (rootdir on sys.path)
+    local |= {p.name for p in tests.rglob("*") if p.is_dir()}
+    return local
+
+
+def check_test_imports(root: Path, python_name: str, python_depends: list[str], backends: list[str]) -> list[Finding]:
+    tests = Path(root) / "tests"
+    if not tests.is_dir():
+        return []
+    files = sorted(p for p in tests.rglob("*.py") if "__pycache__" not in p.parts)[:MAX_FILES]
+    declared = provided_modules(declared_test_depends(root))
+    curated = {**resources.general_python_depends()}
+    for backend in backends:
+        curated.update(resources.backend_python_depends(backend))
+    declared |= {curated[n].get("import", n.replace("-", "_")) for n in python_depends if n in curated}
+    known = (set(sys.stdlib_module_names) | _HARNESS | _local_modules(tests, files) | declared
+             | {python_name, f"{python_name}_ops"})
+    first: dict[str, tuple[Path, int]] = {}
+    for path in files:
+        try:
+            tree = ast.parse(path.read_text(errors="replace"), filename=str(path))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for module, line in _imports(tree):
+            if module in known or module.startswith("_") or always_present(module):
+                continue
+            first.setdefault(module, (path, line))
+    return [
+        finding("PB409", f"the tests import `{module}`, which nothing declares: where it is not installed they "
+                f"cannot be collected", file=str(path), line=line, hint=DECLARE_HINT.format(req=pypi_name(module)))
+        for module, (path, line) in sorted(first.items())
+    ]

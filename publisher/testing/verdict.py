@@ -1,0 +1,261 @@
+"""What one finished test run says about the variant, in one place. Four
+verdicts, kept apart:
+
+- `failed`: the kernel is wrong. Its tests ran and failed, or crashed or hung
+  in them; or, with no tests of its own, the smoke test found it certainly
+  broken (does not load, registers no op, a call killed the process or the
+  device).
+- `error`: the run says nothing about the kernel: the test environment lacks
+  a module the tests import, the tests do not compile, a fixture nothing
+  provides, pytest could not start. Always with the fix.
+- `untested`: nothing ran (all skipped, none collected), or the smoke test
+  could exercise nothing.
+- `passed`: the tests ran on the variant's hardware and passed (and what the
+  smoke test exercised, when it was only that).
+(`loaded-not-run`: the hardware is missing here; the import was checked.)"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from publisher.options import TestOptions
+from publisher.runner import RunResult
+from publisher.testing.report import EventSummary
+from publisher.testing.smoke import FATAL, SmokeLog, describe_call
+from publisher.testing.test_depends import DECLARE_HINT, implicit_requirement, pypi_name
+
+# What ran: the project's own tests, publisher's smoke test (a project without tests/),
+# or its load check (the variant's hardware is missing here).
+PROJECT, SMOKE, LOAD_CHECK = "project", "smoke", "load-check"
+_MISSING_MODULE_RE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+_TEST_FUNCTION = re.compile(r"^\s*(?:async\s+)?def\s+test|^\s*class\s+Test", re.M)
+_NOT_COMPILING = ("SyntaxError", "IndentationError", "TabError")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    reason: str = ""
+    fix: str = ""
+    on_hardware: bool = False
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """What is the kernel's own code: its top-level module names and the folders its files are read from."""
+
+    names: frozenset[str]
+    paths: tuple[str, ...]
+
+    def owns(self, file: str | None) -> bool:
+        return bool(file) and any(str(file).startswith(p.rstrip("/") + "/") for p in self.paths)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where the tests ran: to say how to fix what it lacks."""
+
+    python: str
+    origin: str
+    publisher_made: bool  # an environment publisher made (and installs declared dependencies into)
+    declared: frozenset[str]  # top-level modules the project declares for its tests
+
+
+@dataclass(frozen=True)
+class _Lack:
+    """One failing test that says nothing about the kernel."""
+
+    nodeid: str
+    what: str  # a sentence
+    module: str | None = None  # a missing module's top-level name
+    fix: str = ""  # for what is not a missing module
+
+
+def _blame_environment(exception: dict, kernel: Kernel) -> _Lack | None:
+    """The environment problem a failing test's exception shows, or None when it is the kernel's (or its test's) word."""
+    kind, file = exception.get("type"), exception.get("file")
+    node = str(exception.get("nodeid") or "")
+    if kind in ("ModuleNotFoundError", "ImportError"):
+        module = exception.get("module") or next(iter(_MISSING_MODULE_RE.findall(str(exception.get("message")))), None)
+        top = str(module).split(".")[0] if module else None
+        if top is None or top in kernel.names or kernel.owns(file):
+            return None  # the kernel's own package lacks something: users meet it too
+        what = (f"cannot import name from `{module}` ({exception.get('message')})" if kind == "ImportError"
+                else f"module `{module}` is not installed")
+        return _Lack(node, what, top)
+    if kind in _NOT_COMPILING and not kernel.owns(file):
+        where = f"{_tests_path(str(file))}:{exception.get('line')}"
+        return _Lack(node, f"the tests do not compile: {where}: {exception.get('message')}",
+                     fix=f"fix the {str(kind).replace('Error', ' error').lower()} at {where}")
+    if kind == "FixtureLookupError":
+        return _Lack(node, f"a test asks for a fixture nothing provides ({exception.get('message')})",
+                     fix="define the fixture in tests/conftest.py (publisher's harness provides only `device`)")
+    return None
+
+
+def _tests_path(file: str) -> str:
+    """A file of the copied tests/ as the author knows it (tests/...)."""
+    parts = Path(file).parts
+    return "/".join(parts[parts.index("tests"):]) if "tests" in parts else Path(file).name
+
+
+def _lacks(events: EventSummary, kernel: Kernel) -> tuple[list[_Lack], bool]:
+    """The environment problems among the failing tests, and whether every failing test is one."""
+    by_node: dict[str, dict] = {}
+    for exception in events.exceptions:
+        by_node.setdefault(str(exception.get("nodeid") or ""), exception)
+    lacks, all_environment = [], bool(events.failing)
+    for node in dict.fromkeys(events.failing):
+        exception = by_node.get(node)
+        lack = _blame_environment(exception, kernel) if exception else None
+        if lack is None:
+            all_environment = False
+        else:
+            lacks.append(lack)
+    return lacks, all_environment
+
+
+def _fix(lacks: list[_Lack], env: Environment) -> str:
+    modules = list(dict.fromkeys(lack.module for lack in lacks if lack.module))
+    if not modules:
+        return "; ".join(dict.fromkeys(lack.fix for lack in lacks if lack.fix)) or "run `pytest tests` to see why"
+    requirements = [implicit_requirement(m) or pypi_name(m) for m in modules]
+    if all(implicit_requirement(m) for m in modules):
+        # kernel-builder's test shells hold these undeclared (their torch depends on them)
+        return f"{env.python} -m pip install {' '.join(requirements)}"
+    declared = [m for m in modules if m in env.declared]
+    if declared and not env.publisher_made:
+        return f"{env.python} -m pip install {' '.join(requirements)} (declared, but not installed there)"
+    if declared:
+        return (f"`{'`, `'.join(declared)}` is declared but did not install as that module: check the requirement's "
+                "project name on PyPI")
+    install = f"{env.python} -m pip install {' '.join(requirements)}; and " if not env.publisher_made else ""
+    return install + DECLARE_HINT.format(req=requirements[0])
+
+
+def _lack_reason(lacks: list[_Lack], env: Environment) -> str:
+    shown = "; ".join(dict.fromkeys(lack.what for lack in lacks[:3]))
+    modules = [lack.module for lack in lacks if lack.module]
+    if modules and all(implicit_requirement(m) for m in modules):
+        return (f"the tests import {', '.join(f'`{m}`' for m in dict.fromkeys(modules))}, which {env.origin} lacks; "
+                "kernel-builder's test environments have it without a declaration (their torch depends on it)")
+    nodes = ", ".join(dict.fromkeys(lack.nodeid for lack in lacks[:3]))
+    return f"the tests could not run in {env.origin}: {shown} ({nodes}); nothing of the kernel was judged"
+
+
+def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str | None, kernel: Kernel,
+          env: Environment, tests: Path, options: TestOptions, smoke: SmokeLog | None = None) -> Outcome:
+    """The verdict of one finished pytest run of a variant."""
+    if run.ok and suite == LOAD_CHECK:
+        return Outcome("loaded-not-run", f"no {str(accelerator).upper()} device here: imported and op registration "
+                                         "checked, tests not run")
+    nothing_ran = (run.ok or run.returncode == 5) and not events.counts.passed
+    if nothing_ran:
+        return Outcome("untested", _untested_reason(events, tests))
+    if run.ok and suite == SMOKE and smoke is not None and not smoke.exercised:
+        return Outcome("untested", "no tests of its own, and the smoke test could call none of the kernel's ops or "
+                                   "functions on inputs it can build: " + _not_exercised(smoke),
+                       fix="add tests/ that call the kernel's ops and compare them with a reference")
+    if run.ok:
+        return Outcome("passed", on_hardware=True)
+    if suite in (SMOKE, LOAD_CHECK):
+        return _smoke_verdict(run, events, smoke, options)
+    lacks, all_environment = _lacks(events, kernel)
+    if lacks and all_environment and not events.unfinished and not run.timed_out:
+        return Outcome("error", _lack_reason(lacks, env), _fix(lacks, env))
+    if run.returncode in (3, 4) and not events.unfinished:
+        missing = sorted({m.split(".")[0] for m in _MISSING_MODULE_RE.findall(run.output)} - kernel.names)
+        if missing:
+            fake = [_Lack("conftest.py", f"module `{m}` is not installed", m) for m in missing]
+            return Outcome("error", _lack_reason(fake, env), _fix(fake, env))
+        return Outcome("error", f"pytest could not run (exit {run.returncode}): {run.first_error_line()}",
+                       fix="run `pytest tests` in the project to see why it does not start")
+    reason = _failure_reason(run, events, options)
+    if events.flaky_unretried:
+        reason += (f"; {len(events.flaky_unretried)} of them marked @pytest.mark.flaky, which nothing here runs again "
+                   "(declare the `flaky` or `pytest-rerunfailures` plugin as a test dependency to honour it)")
+    if lacks:
+        reason += f"; besides, {len(lacks)} test(s) could not run: {lacks[0].what}"
+    return Outcome("failed", reason, on_hardware=True)
+
+
+# the smoke test's checks whose failure proves the variant broken (default_test.py)
+_LOAD_CHECKS = ("test_loads_through_kernels", "test_ops_registered_under_metadata_id")
+
+
+def _smoke_verdict(run: RunResult, events: EventSummary, smoke: SmokeLog | None, options: TestOptions) -> Outcome:
+    """A smoke test or load check that did not pass: failed only when it proves the variant broken."""
+    broken = _smoke_broken(run, smoke) if smoke is not None else None
+    if broken:
+        return Outcome("failed", broken, on_hardware=True)
+    checks = [n for n in events.failing if n.rsplit("::", 1)[-1] in _LOAD_CHECKS]
+    if checks and not run.timed_out:
+        raised = {str(e.get("nodeid")): f"{e.get('type')}: {e.get('message')}" for e in events.exceptions}
+        why = raised.get(checks[0]) or run.first_error_line()
+        what = ("does not load through `kernels`" if checks[0].endswith(_LOAD_CHECKS[0])
+                else "registers no op under its namespace")
+        return Outcome("failed", f"the variant {what}: {why}", on_hardware=True)
+    if run.timed_out:
+        return Outcome("error", f"the smoke test did not finish within {int(options.timeout)}s (--timeout)",
+                       fix="raise --timeout, or add tests/ of the project's own")
+    return Outcome("error", f"the smoke test did not finish: {run.first_error_line()}",
+                   fix="add tests/ of the project's own; publisher's smoke test could not judge this variant")
+
+
+def _not_exercised(smoke: SmokeLog) -> str:
+    shown = [describe_call(c.entry()) for c in smoke.calls[:4]]
+    more = f" (and {len(smoke.calls) - 4} more)" if len(smoke.calls) > 4 else ""
+    return "; ".join(shown) + more if shown else "it registers no op and exports no function"
+
+
+def _smoke_broken(run: RunResult, smoke: SmokeLog) -> str | None:
+    """Why the smoke test says the variant is certainly broken, or None."""
+    fatal = next((c for c in smoke.calls if c.outcome == FATAL), None)
+    if fatal is not None:
+        return f"{fatal.target}({fatal.inputs}) broke the device: {fatal.detail}"
+    unfinished = smoke.unfinished
+    if unfinished is not None and run.returncode < 0:
+        return f"crashed ({_signal_name(run.returncode)}) calling {unfinished.target}({unfinished.inputs})"
+    if unfinished is not None and not run.timed_out:
+        return f"the process exited (code {run.returncode}) calling {unfinished.target}({unfinished.inputs})"
+    return None
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _failure_reason(result: RunResult, events: EventSummary, options: TestOptions) -> str:
+    where = f" in {events.unfinished}" if events.unfinished else ""
+    if result.timed_out:
+        return f"timed out after {int(options.timeout)}s{where} (--timeout)"
+    if result.returncode < 0:
+        return f"crashed ({_signal_name(result.returncode)}){where}"
+    if events.unfinished and "Timeout" in result.output:
+        return f"test timed out after {int(options.test_timeout)}s{where} (--test-timeout)"
+    if events.unfinished:
+        return f"the process exited (code {result.returncode}){where}"
+    if result.returncode == 2 and events.counts.errors:
+        raised = next((f"{e.get('type')}: {e.get('message')}" for e in events.exceptions), None)
+        return "tests could not be collected: " + ", ".join(events.failing[:3]) + (f" ({raised})" if raised else "")
+    failing = ", ".join(events.failing[:3]) + (" ..." if len(events.failing) > 3 else "")
+    return f"{events.counts.failed + events.counts.errors} test(s) failed: {failing}" if failing else result.first_error_line()
+
+
+def _untested_reason(events: EventSummary, tests: Path) -> str:
+    skipped = events.counts.skipped
+    if not skipped:
+        files = sorted(tests.rglob("*.py"))
+        if not any(_TEST_FUNCTION.search(p.read_text(errors="replace")) for p in files):
+            return (f"no test ran: tests/ ({len(files)} Python file(s)) defines no pytest test, no `def test_...` "
+                    "function or `Test...` class (scripts run as `python tests/...` are not run: kernel-builder's "
+                    "CI and publisher run `pytest tests`)")
+        return "no test ran (none collected, or all deselected)"
+    why = f" (e.g. {events.skip_reasons[0]})" if events.skip_reasons else ""
+    return f"all {skipped} test(s) skipped{why}"

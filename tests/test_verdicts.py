@@ -1,0 +1,354 @@
+"""Verdicts a kernel author can trust (the real `publisher test`: real pytest
+in a subprocess, the real `kernels` client). Each case is shaped like a real
+project that got a false "failed" before:
+
+- a cpu variant tested where an accelerator is visible: its tests must see none;
+- a project without tests/ whose package exports `quantize_(model)`: the smoke
+  test calls only what the signatures admit, and what raises on its guesses is
+  "not exercised", never a failure;
+- tests importing a module nobody declared: `error` with the fix, not `failed`;
+- a build for a matrix cell the running interpreter satisfies: no environment made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from publisher.push.card import describe_test
+
+from cli_helper import run_cli
+from matrix_fixtures import local_variant_name, write_local_matrix
+from smoke_fixtures import write_files
+
+pytestmark = pytest.mark.slow
+
+NOARCH_BUILD = ('[general]\nname = "{name}"\nversion = 1\nedition = 5\nlicense = "MIT"\n'
+                'backends = ["cpu"]\n\n[torch-noarch]\n')
+
+# A Python-only kernel shaped like agent-written quantization packages: a module-level
+# `quantize_(model)` that walks the model, ops registered under the build's namespace (one
+# that checks its input's shape, one whose size argument nobody can guess), and no tests/.
+QUANT_INIT = '''\
+import torch
+
+from ._ops import add_op_namespace_prefix, ops
+
+__all__ = ["quantize_", "fake_quant", "pack_rows", "row_scale"]
+
+
+@torch.library.custom_op(add_op_namespace_prefix("fake_quant"), mutates_args=())
+def _fake_quant(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return torch.round(x / scale) * scale
+
+
+@torch.library.custom_op(add_op_namespace_prefix("row_scale"), mutates_args=())
+def _row_scale(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    torch._check(scale.dim() == 1 and scale.shape[0] == x.shape[0], lambda: "scale must be 1-D, one per row")
+    return x * scale[:, None]
+
+
+@torch.library.custom_op(add_op_namespace_prefix("pack_rows"), mutates_args=())
+def _pack_rows(x: torch.Tensor, bits: int) -> torch.Tensor:
+    return x[:, : x.shape[1] * bits // 8].clone()
+
+
+def fake_quant(x: torch.Tensor, scale: float = 0.05) -> torch.Tensor:
+    return ops.fake_quant(x, scale)
+
+
+def row_scale(x, scale):
+    return ops.row_scale(x, scale)
+
+
+def pack_rows(x, bits):
+    return ops.pack_rows(x, bits)
+
+
+def quantize_(model):
+    """Quantize every linear layer of `model` in place."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            module.weight.data = fake_quant(module.weight.data)
+'''
+
+SPIN_INIT = '''\
+import torch
+
+from ._ops import add_op_namespace_prefix, ops
+
+
+@torch.library.custom_op(add_op_namespace_prefix("wait_for_peer"), mutates_args=())
+def _wait_for_peer(x: torch.Tensor) -> torch.Tensor:
+    while True:  # a communication kernel waiting for a peer that guessed inputs never bring
+        pass
+
+
+@torch.library.custom_op(add_op_namespace_prefix("halve"), mutates_args=())
+def _halve(x: torch.Tensor) -> torch.Tensor:
+    return x / 2
+'''
+
+ONLY_MODELS_INIT = '''\
+import torch
+
+from ._ops import add_op_namespace_prefix, ops
+
+
+@torch.library.custom_op(add_op_namespace_prefix("gather_rows"), mutates_args=())
+def _gather_rows(x: torch.Tensor, index: int) -> torch.Tensor:
+    return x[index].clone()
+
+
+def quantize_(model):
+    for module in model.modules():
+        pass
+'''
+
+
+def _noarch(root: Path, name: str, init: str, **files: str) -> Path:
+    write_files(root, {"build.toml": NOARCH_BUILD.format(name=name), f"torch-ext/{name}/__init__.py": init, **files})
+    built = run_cli("build", str(root), "--local")
+    assert built.returncode == 0, built.stdout + built.stderr
+    return root
+
+
+def _test(project: Path, *args: str, env: dict | None = None) -> tuple[int, dict]:
+    result = run_cli("test", str(project), "--json", *args, env=env)
+    assert "Traceback" not in result.stderr, result.stderr
+    (entry,) = json.loads(result.stdout)["variants"].values()
+    return result.returncode, entry
+
+
+def _calls(entry: dict) -> dict[str, dict]:
+    return {c["target"]: c for c in entry["smoke"]}
+
+
+# -- a cpu variant never sees the accelerator -------------------------------------
+
+DEVICE_TEST = '''\
+import json
+import os
+import sys
+
+import torch
+from kernels import get_kernel
+
+
+def test_halve_on_the_device_users_of_this_variant_have():
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # as real projects pick it
+    k = get_kernel("publisher-test/halve", version=1)
+    x = torch.ones(4, device=device)
+    assert torch.equal(k.halve(x), torch.full((4,), 0.5, device=device))
+    with open(os.environ["SEEN"], "w") as fh:
+        json.dump({"device": device, "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")}, fh)
+'''
+
+HALVE_INIT = '''\
+import torch
+
+from ._ops import add_op_namespace_prefix, ops
+
+
+@torch.library.custom_op(add_op_namespace_prefix("halve"), mutates_args=())
+def _halve(x: torch.Tensor) -> torch.Tensor:
+    return x / 2
+
+
+def halve(x: torch.Tensor) -> torch.Tensor:
+    return ops.halve(x)
+'''
+
+
+def test_a_cpu_variant_is_tested_with_the_accelerators_hidden(tmp_path):
+    """On a machine whose torch sees a GPU, the cpu variant's tests must pick the CPU (this machine has
+    none: a sitecustomize makes torch report one, as a CUDA machine's torch does)."""
+    project = _noarch(tmp_path / "halve", "halve", HALVE_INIT, **{"tests/test_halve.py": DEVICE_TEST})
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import torch\ntorch.cuda.is_available = lambda: True  # a GPU is here\n")
+    seen = tmp_path / "seen.json"
+    env = dict(os.environ, SEEN=str(seen), PYTHONPATH=str(site))
+    rc, entry = _test(project, env=env)
+    assert (rc, entry["status"]) == (0, "passed"), entry
+    assert json.loads(seen.read_text()) == {"device": "cpu", "CUDA_VISIBLE_DEVICES": ""}
+    # the report says what the tests saw
+    assert "CUDA" in entry["device"]["hidden"] and entry["device"]["gpu"] is None
+
+
+# -- the smoke test is never the cause of a failure ---------------------------------
+
+def test_the_smoke_test_calls_only_what_signatures_admit(tmp_path):
+    project = _noarch(tmp_path / "quant", "quant", QUANT_INIT)
+    rc, entry = _test(project)
+    assert (rc, entry["status"], entry["suite"]) == (0, "passed", "smoke"), entry
+    calls = _calls(entry)
+    # called as its schema says, on tensors it builds: exercised, with the inputs shown
+    assert calls["op fake_quant"]["outcome"] == "exercised"
+    assert calls["op fake_quant"]["inputs"] == "Tensor[8, 256] float32 cpu, 1e-05"
+    # a shape check raising on guessed inputs: not exercised, never a failure
+    assert calls["op row_scale"]["outcome"] == "not-exercised"
+    assert "scale must be 1-D" in calls["op row_scale"]["detail"]
+    # a size nobody can guess: not called at all
+    assert calls["op pack_rows"]["outcome"] == "not-exercised" and "bits: int" in calls["op pack_rows"]["detail"]
+    # `quantize_(model)`: no annotation says what `model` is, so it is not called with a tensor
+    assert calls["function quantize_"]["outcome"] == "not-exercised"
+    assert "`model` has no annotation" in calls["function quantize_"]["detail"]
+    assert calls["function fake_quant"]["outcome"] == "exercised"
+    # no fake implementation: a warning, never a failure
+    assert any("not torch.compile-ready" in w and "fake" in w for w in entry["warnings"]), entry["warnings"]
+    # the card says the verdict rests on a smoke test
+    assert "smoke test only" in describe_test(entry) and "no tests" in describe_test(entry)
+
+
+def test_a_call_that_does_not_return_is_not_exercised_and_the_rest_is_judged(tmp_path):
+    project = _noarch(tmp_path / "spin", "spin", SPIN_INIT)
+    rc, entry = _test(project, "--test-timeout", "10")  # 5 s for one smoke call
+    assert (rc, entry["status"]) == (0, "passed"), entry
+    calls = _calls(entry)
+    assert calls["op wait_for_peer"]["outcome"] == "not-exercised"
+    assert calls["op wait_for_peer"]["detail"].startswith("did not return within 5 s")
+    assert calls["op halve"]["outcome"] == "exercised"
+
+
+def test_a_kernel_with_a_subpackage_named_kernels_loads_through_the_client(tmp_path):
+    """kernels-community scattermoe keeps its Triton code in a subpackage `kernels`; the variant folder is on the
+    path (as in kernel-builder's test shell), and the harness must still import the `kernels` client itself."""
+    init = HALVE_INIT.replace("from ._ops import", "from . import kernels as _triton_code  # noqa: F401\nfrom ._ops import")
+    project = _noarch(tmp_path / "moe", "moe", init, **{
+        "torch-ext/moe/kernels/__init__.py": "from . import ops  # noqa: F401\n",
+        "torch-ext/moe/kernels/ops.py": "from .._ops import add_op_namespace_prefix  # noqa: F401\n"})
+    rc, entry = _test(project)
+    assert (rc, entry["status"]) == (0, "passed"), entry
+    assert _calls(entry)["op halve"]["outcome"] == "exercised"
+
+
+def test_a_smoke_test_that_could_call_nothing_is_untested_not_passed(tmp_path):
+    project = _noarch(tmp_path / "models", "models", ONLY_MODELS_INIT)
+    rc, entry = _test(project)
+    assert (rc, entry["status"]) == (1, "untested"), entry
+    assert "could call none" in entry["reason"] and "index: int" in entry["reason"]
+    assert entry["fix"].startswith("add tests/")
+
+
+def test_a_segfault_in_a_smoke_call_fails_the_variant_with_its_inputs(broken_project, tmp_path):
+    from smoke_fixtures import write_broken
+
+    bare = write_broken(tmp_path / "broken", tests=False)
+    result = run_cli("test", str(bare), "--build-dir", str(broken_project / "build"), "--json",
+                     "--variant", "torch*-cpu-*")
+    assert result.returncode == 1, result.stderr
+    (entry,) = json.loads(result.stdout)["variants"].values()
+    assert entry["status"] == "failed"
+    assert entry["reason"] == "crashed (SIGSEGV) calling op crash(Tensor[8, 256] float32 cpu)"
+    assert _calls(entry)["op crash"]["outcome"] == "unfinished"
+
+
+# -- a test environment's shortfall is an error, with the fix --------------------------
+
+IMPORTS_HARMONICS = '''\
+import torch
+import torch_harmonics
+
+from kernels import get_kernel
+
+
+def test_halve():
+    k = get_kernel("publisher-test/halve", version=1)
+    assert torch.equal(k.halve(torch.ones(2)), torch.full((2,), 0.5)) and torch_harmonics
+'''
+
+
+def test_an_undeclared_test_import_is_an_error_with_the_fix_not_a_failure(tmp_path):
+    project = _noarch(tmp_path / "halve", "halve", HALVE_INIT, **{"tests/test_halve.py": IMPORTS_HARMONICS})
+    rc, entry = _test(project)
+    assert (rc, entry["status"]) == (1, "error"), entry
+    assert "module `torch_harmonics` is not installed" in entry["reason"]
+    assert "nothing of the kernel was judged" in entry["reason"]
+    assert "-m pip install torch-harmonics" in entry["fix"]
+    assert '[dependency-groups] test = ["torch-harmonics"]' in entry["fix"] and "publisher.toml" in entry["fix"]
+    # `check` said so before any build
+    checked = run_cli("check", str(project))
+    assert "PB409" in checked.stdout and "torch_harmonics" in checked.stdout
+
+
+def test_an_error_blocks_the_push_like_untested_and_allow_untested_admits_it(tmp_path, hub):
+    project = _noarch(tmp_path / "halve", "halve", HALVE_INIT, **{"tests/test_halve.py": IMPORTS_HARMONICS})
+    _test(project)
+    env = hub.env()
+    refused = run_cli("push", f"org-{tmp_path.name[-6:]}/halve", str(project), "--dry-run", env=env)
+    assert refused.returncode != 0 and "PP104" in refused.output and "PP106" not in refused.output
+    admitted = run_cli("push", f"org-{tmp_path.name[-6:]}/halve", str(project), "--dry-run", "--allow-untested", env=env)
+    assert admitted.returncode == 0, admitted.output
+
+
+def test_a_missing_name_of_the_kernel_itself_is_the_kernels_failure(tmp_path):
+    project = _noarch(tmp_path / "halve", "halve", HALVE_INIT, **{
+        "tests/test_halve.py": "from halve import double\n\n\ndef test_double():\n    assert double\n"})
+    rc, entry = _test(project)
+    assert (rc, entry["status"]) == (1, "failed"), entry
+    assert "cannot import name 'double' from 'halve'" in entry["reason"]
+
+
+def test_tests_that_do_not_compile_are_an_error_naming_the_line(tmp_path):
+    project = _noarch(tmp_path / "halve", "halve", HALVE_INIT,
+                      **{"tests/test_halve.py": "import torch\n\n\ndef test_halve(:\n    pass\n"})
+    rc, entry = _test(project)
+    assert (rc, entry["status"]) == (1, "error"), entry
+    assert "tests/test_halve.py:4" in entry["fix"]
+
+
+def test_test_dependencies_declared_without_nix_are_read(tmp_path):
+    """pyproject.toml (PEP 735) and publisher.toml declare what the tests need; the running interpreter is
+    asked for them (never changed) and `check` no longer warns."""
+    project = _noarch(tmp_path / "halve", "halve", HALVE_INIT, **{
+        "tests/test_halve.py": IMPORTS_HARMONICS,
+        "pyproject.toml": '[dependency-groups]\nbase = ["tabulate"]\ntest = ["torch-harmonics>=0.6", '
+                          '{include-group = "base"}]\n',
+        "publisher.toml": 'test-depends = ["pyyaml"]\n'})
+    checked = run_cli("check", str(project))
+    assert checked.returncode == 0 and "PB409" not in checked.stdout, checked.stdout
+    rc, entry = _test(project)
+    assert entry["status"] == "error"
+    assert "torch-harmonics>=0.6, tabulate" in entry["reason"] and "its declared test dependencies" in entry["reason"]
+    assert "-m pip install 'torch-harmonics>=0.6' tabulate" in entry["fix"]
+
+
+# -- a cell the running interpreter satisfies is built with it ---------------------------
+
+CPU_KERNEL = {
+    "build.toml": '[general]\nname = "twice"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cpu"]\n\n'
+                  '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n\n'
+                  '[kernel.twice_cpu]\nbackend = "cpu"\ndepends = ["torch"]\nsrc = ["twice_cpu/twice.cpp"]\n',
+    "torch-ext/torch_binding.cpp": '#include <torch/library.h>\n\n#include "registration.h"\n\n'
+                                   'at::Tensor twice(const at::Tensor& x);\n\n'
+                                   'TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {\n'
+                                   '  ops.def("twice(Tensor x) -> Tensor");\n}\n\n'
+                                   'TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops) {\n'
+                                   '  ops.impl("twice", &twice);\n}\n\n'
+                                   'REGISTER_EXTENSION(TORCH_EXTENSION_NAME)\n',
+    "twice_cpu/twice.cpp": "#include <torch/all.h>\n\nat::Tensor twice(const at::Tensor& x) { return x * 2; }\n",
+    "torch-ext/twice/__init__.py": "from ._ops import ops\n\n\ndef twice(x):\n    return ops.twice(x)\n",
+}
+
+
+def test_a_cell_the_running_interpreter_satisfies_is_built_with_it_offline(tmp_path):
+    """The matrix names exactly this interpreter's torch, from an index nobody can reach:
+    nothing is made or downloaded."""
+    project = write_files(tmp_path / "twice", CPU_KERNEL)
+    matrix = write_local_matrix(tmp_path / "matrix.yaml")
+    text = matrix.read_text().replace("schema: 1\n", "schema: 1\nindexes:\n  nowhere: http://127.0.0.1:9/simple\n")
+    matrix.write_text(text.replace("platforms:", "source: nowhere, platforms:"))
+    cache = tmp_path / "cache"
+    env = dict(os.environ, PUBLISHER_CACHE_DIR=str(cache))
+    result = run_cli("build", str(project), "--matrix", str(matrix), "--json", "--no-hub-cache", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (row,) = json.loads(result.stdout)["variants"]
+    assert (row["variant"], row["state"]) == (local_variant_name(), "built")
+    log = Path(row["log"]).read_text()
+    assert "using this interpreter's torch" in log and sys.executable in log
+    assert not (cache / "toolchains").exists() or not any((cache / "toolchains").iterdir())
