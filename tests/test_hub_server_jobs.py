@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -321,6 +323,30 @@ def test_closing_the_server_stops_its_jobs_and_a_restart_keeps_their_record(tmp_
         assert "started" in _logs(api, again)
     finally:
         second.close()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_stopping_the_hub_server_command_stops_its_jobs(tmp_path, signum):
+    """Ctrl-C (or `kill`) of `publisher hub-server`: its running jobs are killed, and it says so."""
+    token = "hf_" + "c" * 34
+    argv = [sys.executable, "-m", "publisher", "hub-server", "--port", "0", "--data-dir", str(tmp_path / "hub"),
+            "--token", token, "--jobs-executor", "process"]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        banner = [proc.stderr.readline() for _ in range(5)]
+        url = re.match(r"Hub-compatible server on (http://127\.0\.0\.1:\d+) ", banner[0]).group(1)
+        assert "jobs run with the process executor" in banner[3] and "hf jobs run" in banner[4]
+        pidfile = tmp_path / "pid"
+        _run(HfApi(endpoint=url, token=token), f"sleep 300 & echo $! > {pidfile}; wait")
+        (pid,) = _pids(pidfile, 1)
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) == 0
+        assert "stopped 1 running job(s)" in proc.stderr.read()
+        assert _gone(pid)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_the_hf_jobs_cli_runs_against_the_server(jobs_hub, tmp_path):
