@@ -50,26 +50,11 @@ def route(h: Handler, method: str, rest: list[str], need: Callable[[str], None])
     if len(rest) == 2:
         need("GET")
         return "jobs-info", lambda: _info(h, rest[0], rest[1])
-    if len(rest) == 3:
+    if len(rest) == 3 and rest[2] in _JOB_OPS:
         namespace, job_id, op = rest
-        if op == "cancel":
-            need("POST")
-            return "jobs-cancel", lambda: _cancel(h, namespace, job_id)
-        if op == "duplicate":
-            need("POST")
-            return "jobs-duplicate", lambda: _duplicate(h, namespace, job_id)
-        if op == "labels":
-            need("PUT")
-            return "jobs-labels", lambda: _labels(h, namespace, job_id)
-        if op == "logs":
-            need("GET")
-            return "jobs-logs", lambda: _logs(h, namespace, job_id)
-        if op == "metrics":
-            need("GET")
-            return "jobs-metrics", lambda: _metrics(h, namespace, job_id)
-        if op == "expose":
-            need("PUT")
-            return "jobs-expose", _no_expose
+        method_allowed, endpoint = _JOB_OPS[op]
+        need(method_allowed)
+        return f"jobs-{op}", lambda: endpoint(h, namespace, job_id)
     raise HubError(404, "Not found")
 
 
@@ -142,7 +127,7 @@ def _labels(h: Handler, namespace: str, job_id: str) -> Reply:
     return json_reply(_board(h).info(job))
 
 
-def _no_expose() -> Reply:
+def _no_expose(h: Handler, namespace: str, job_id: str) -> Reply:
     raise HubError(400, "expose: exposed ports (the Hub's jobs proxy) are not supported by this Hub-compatible server")
 
 
@@ -192,3 +177,10 @@ def _metrics(h: Handler, namespace: str, job_id: str) -> Reply:
             quiet += 1.0
 
     return _sse(samples())
+
+
+# /api/jobs/{ns}/{id}/<op>: the method it takes, the endpoint
+_JOB_OPS: dict[str, tuple[str, Callable[[Handler, str, str], Reply]]] = {
+    "cancel": ("POST", _cancel), "duplicate": ("POST", _duplicate), "labels": ("PUT", _labels),
+    "logs": ("GET", _logs), "metrics": ("GET", _metrics), "expose": ("PUT", _no_expose),
+}

@@ -40,7 +40,6 @@ from publisher.hub_server.jobs.executor import (
     NOTE,
     Attempt,
     Executor,
-    ExecutorSettings,
     Launch,
     LaunchFailed,
     Mount,
@@ -245,8 +244,7 @@ class JobBoard:
     def _executor_now(self) -> Executor:
         with self._lock:
             if self._executor is None:
-                settings = ExecutorSettings(self.jobs_dir, object_id(str(self.jobs_dir.resolve())))
-                self._executor = make_executor(self.executor_name, settings)
+                self._executor = make_executor(self.executor_name)
             return self._executor
 
     def _run(self, job: Job) -> None:

@@ -23,7 +23,7 @@ import threading
 
 from publisher.backends.docker import ENGINE_HINT
 from publisher.hub_server.jobs import metrics
-from publisher.hub_server.jobs.executor import NOTE, ExecutorSettings, Launch, LaunchFailed, LineSink
+from publisher.hub_server.jobs.executor import NOTE, Launch, LaunchFailed, LineSink, Running
 
 LABEL = "org.huggingface.publisher"
 ROLE = "hub-job"
@@ -39,12 +39,11 @@ def _short(err: Exception) -> str:
 class DockerExecutor:
     name = "docker"
 
-    def __init__(self, settings: ExecutorSettings):
-        self.settings = settings
+    def __init__(self):
         self._client = None
         self._problem: str | None = None
         self._lock = threading.Lock()
-        self._attempts: set[DockerAttempt] = set()
+        self.running = Running()
         self._gpu_runtime: bool | None = None
 
     def _engine(self):
@@ -125,19 +124,11 @@ class DockerExecutor:
             _remove(container)
             raise LaunchFailed(f"Failed to start the job's container: {_short(err)}") from None
         attempt = DockerAttempt(container, on_line, cpus, options.get("mem_limit") or metrics.host_memory(), self)
-        with self._lock:
-            self._attempts.add(attempt)
+        self.running.add(attempt)
         return attempt
 
     def close(self) -> None:
-        with self._lock:
-            attempts = list(self._attempts)
-        for attempt in attempts:
-            attempt.stop()
-
-    def forget(self, attempt: DockerAttempt) -> None:
-        with self._lock:
-            self._attempts.discard(attempt)
+        self.running.stop_all()
 
 
 class DockerAttempt:
@@ -198,7 +189,7 @@ class DockerAttempt:
             self._done = True
         self._pump.join(timeout=10)
         _remove(self.container)
-        self.executor.forget(self)
+        self.executor.running.discard(self)
 
     def sample(self) -> dict | None:
         if self._ended.is_set():

@@ -4,7 +4,7 @@ An executor is one small module with one class:
 
     class SomeExecutor:
         name = "some"
-        def __init__(self, settings: ExecutorSettings): ...
+        def __init__(self): ...
         def prepare(self, launch: Launch, note: LineSink) -> None
             # everything before the command starts (pull an image, check the machine);
             # raise LaunchFailed(message) to end the job in ERROR with that message
@@ -23,6 +23,7 @@ Adding one (Kubernetes, SSH to a runner): a module here and a line in EXECUTORS.
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,14 +96,30 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-@dataclass(frozen=True)
-class ExecutorSettings:
-    jobs_dir: Path  # where job folders live (volumes, working folders)
-    server_key: str  # tells this server's containers and mount points from another's
+class Running:
+    """The attempts an executor has under way, so that `close()` can stop them all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._attempts: set[Attempt] = set()
+
+    def add(self, attempt: Attempt) -> None:
+        with self._lock:
+            self._attempts.add(attempt)
+
+    def discard(self, attempt: Attempt) -> None:
+        with self._lock:
+            self._attempts.discard(attempt)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            attempts = list(self._attempts)
+        for attempt in attempts:
+            attempt.stop()
 
 
-def make_executor(name: str, settings: ExecutorSettings) -> Executor:
+def make_executor(name: str) -> Executor:
     if name not in EXECUTORS:
         raise EnvironmentProblem(f"unknown jobs executor {name!r}", f"use one of {', '.join(EXECUTORS)}")
     module, _, cls = EXECUTORS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)(settings)
+    return getattr(importlib.import_module(module), cls)()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from publisher import runner
 from publisher.hub_server.jobs import metrics
-from publisher.hub_server.jobs.executor import NOTE, ExecutorSettings, Launch, LaunchFailed, LineSink
+from publisher.hub_server.jobs.executor import NOTE, Launch, LaunchFailed, LineSink, Running
 from publisher.secrets import _SECRET_ENV
 
 _STOP_GRACE = 5.0  # seconds the guard gets to end the tree before the session is killed outright
@@ -40,14 +40,13 @@ _SYSTEM_PATHS = ("", "/proc", "/sys", "/dev")  # "" is the root, once trailing s
 class ProcessExecutor:
     name = "process"
 
-    def __init__(self, settings: ExecutorSettings):
-        self.settings = settings
+    def __init__(self):
         self._lock = threading.Lock()
         self._mount_users: dict[str, int] = {}  # mountPath -> jobs using it
         self._created: dict[str, list[Path]] = {}  # mountPath -> folders this server made for it
         self._unshare_problem: str | None = None
         self._unshare_checked = False
-        self._attempts: set[ProcessAttempt] = set()
+        self.running = Running()
 
     # -- the interface ----------------------------------------------------------
     def prepare(self, launch: Launch, note: LineSink) -> None:
@@ -90,15 +89,11 @@ class ProcessExecutor:
             self.release(launch)
             raise LaunchFailed(f"Failed to start the command: {err}") from None
         attempt = ProcessAttempt(proc, on_line, launch, self)
-        with self._lock:
-            self._attempts.add(attempt)
+        self.running.add(attempt)
         return attempt
 
     def close(self) -> None:
-        with self._lock:
-            attempts = list(self._attempts)
-        for attempt in attempts:
-            attempt.stop()
+        self.running.stop_all()
 
     # -- helpers ---------------------------------------------------------------
     @staticmethod
@@ -152,10 +147,6 @@ class ProcessExecutor:
                     folder.rmdir()
                 except OSError:
                     break
-
-    def forget(self, attempt: ProcessAttempt) -> None:
-        with self._lock:
-            self._attempts.discard(attempt)
 
 
 def _mount_script(launch: Launch) -> str:
@@ -216,13 +207,13 @@ class ProcessAttempt:
             self._done = True
         self._pump.join(timeout=10)
         self.executor.release(self.launch)
-        self.executor.forget(self)
+        self.executor.running.discard(self)
 
     def sample(self) -> dict | None:
         if self.proc.poll() is not None:
             return None
         used, rss = self._usage.read()
-        cpus = os.cpu_count() or 1
+        cpus = min(self.launch.flavor.cpus, float(os.cpu_count() or 1))  # the flavour's share of this machine
         total = metrics.host_memory()
         return metrics.sample(cpu_pct=100.0 * used / cpus, cpus=cpus, memory_used=rss, memory_total=total,
                               replica=f"process-{self.proc.pid}")
