@@ -217,6 +217,35 @@ def test_unsupported_volumes_are_refused_clearly(jobs_hub):
         assert expected in str(err.value)
 
 
+@pytest.mark.parametrize(("body", "named"), [
+    ({"dockerImage": IMAGE, "command": ["true"]}, "flavor"),
+    ({"flavor": ["cpu-basic"], "dockerImage": IMAGE, "command": ["true"]}, "flavor"),
+    ({"flavor": "cpu-basic", "command": ["true"]}, "dockerImage or spaceId"),
+    ({"flavor": "cpu-basic", "dockerImage": IMAGE, "command": []}, "command"),
+    ({"flavor": "cpu-basic", "dockerImage": IMAGE, "command": ["true", 3]}, "command"),
+    ({"flavor": "cpu-basic", "dockerImage": IMAGE, "command": ["true"], "environment": {"A": "x"}}, "environment"),
+    ({"flavor": "cpu-basic", "dockerImage": IMAGE, "command": ["true"], "environment": {"AB": 1}}, "environment.AB"),
+    ({"flavor": "cpu-basic", "dockerImage": IMAGE, "command": ["true"], "timeoutSeconds": 0}, "timeoutSeconds"),
+    ({"flavor": "cpu-basic", "dockerImage": IMAGE, "command": ["true"], "attempts": "2"}, "attempts"),
+    ({"flavor": "cpu-basic", "dockerImage": IMAGE, "command": ["true"], "labels": {"a b": "c"}}, "labels"),
+    ({"flavor": "cpu-basic", "dockerImage": IMAGE, "command": ["true"], "volumes": [{"type": "model"}]}, "volumes[0]"),
+    ({"flavor": "cpu-basic", "dockerImage": IMAGE, "command": ["true"], "ssh": {"enabled": True}}, "ssh"),
+    ({"flavor": "cpu-basic", "dockerImage": IMAGE, "command": ["true"], "arch": "riscv"}, "arch"),
+    ([{"flavor": "cpu-basic"}], "JSON object"),
+])
+def test_a_bad_job_spec_is_a_400_naming_the_field(jobs_hub, body, named):
+    r = httpx.post(f"{jobs_hub.url}/api/jobs/{USER}", json=body,
+                   headers={"Authorization": f"Bearer {jobs_hub.write_token}"})
+    assert r.status_code == 400 and named in r.json()["error"]
+
+
+def test_a_wrong_secret_is_refused_without_quoting_its_value(jobs_hub):
+    value = 12345678987654321
+    r = httpx.post(f"{jobs_hub.url}/api/jobs/{USER}", headers={"Authorization": f"Bearer {jobs_hub.write_token}"},
+                   json={"flavor": "cpu-basic", "dockerImage": IMAGE, "command": ["true"], "secrets": {"TOKEN": value}})
+    assert r.status_code == 400 and "secrets.TOKEN" in r.text and str(value) not in r.text
+
+
 # -- listing, labels, hardware ---------------------------------------------------
 def test_list_jobs_filters_by_label_and_stage_across_pages(jobs_hub):
     api = jobs_hub.api()

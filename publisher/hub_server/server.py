@@ -200,7 +200,9 @@ class Handler(BaseHTTPRequestHandler):
         self._send(self._error(HubError(rule.status, f"Injected fault: {kind} answers {rule.status}")), head=False)
 
     def _error(self, err: HubError) -> Reply:
-        headers = {"X-Error-Message": err.message.replace("\n", " ")}
+        # a header is latin-1: what it cannot carry is replaced there (the JSON body keeps the whole message)
+        header = err.message.replace("\n", " ").encode("latin-1", "replace").decode("latin-1")
+        headers = {"X-Error-Message": header}
         if err.code:
             headers["X-Error-Code"] = err.code
         return _json({"error": err.message}, err.status, headers)

@@ -123,7 +123,10 @@ def _duplicate(h: Handler, namespace: str, job_id: str) -> Reply:
 
 def _labels(h: Handler, namespace: str, job_id: str) -> Reply:
     _, job = _job(h, namespace, job_id, write=True)
-    _board(h).set_labels(job, h._json_body().get("labels"))
+    body = h._json_body()
+    if not isinstance(body, dict) or "labels" not in body:
+        raise HubError(400, 'Expected a JSON object: {"labels": {"key": "value", ...}}')
+    _board(h).set_labels(job, body.get("labels"))
     return json_reply(_board(h).info(job))
 
 

@@ -167,7 +167,7 @@ def parse_spec(body: Mapping) -> JobSpec:
             raise _bad(f"{key}: {what} is not supported by this Hub-compatible server")
     known = flavors()
     flavor = body.get("flavor")
-    if flavor not in known:
+    if not isinstance(flavor, str) or flavor not in known:
         raise _bad(f"flavor: invalid flavor {flavor!r}; expected one of {', '.join(known)}")
     image, space = body.get("dockerImage"), body.get("spaceId")
     if not image and not space:
