@@ -321,16 +321,21 @@ def test_secrets_reach_the_job_but_never_an_answer_the_disk_or_the_server_log(jo
     assert f"/api/jobs/{USER}" in logged and secret not in logged
 
 
-def test_the_job_environment_names_the_job_and_reaches_this_server(jobs_hub):
+def test_the_job_environment_names_the_job_and_reaches_this_server(jobs_hub, monkeypatch, tmp_path):
+    # this machine is logged in to the Hub, in the environment and in the login file
+    monkeypatch.setenv("HF_TOKEN", "hf_" + "h" * 34)
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    (tmp_path / "token").write_text("hf_" + "l" * 34)
     api = jobs_hub.api()
+    probe = "from huggingface_hub import get_token; print('login:', get_token())"
     job = _run(api, 'echo "$JOB_ID $ACCELERATOR $CPU_CORES $MEMORY"; echo "$HF_ENDPOINT"; '
-                    'echo "token:${HF_TOKEN:-none}"', flavor="t4-small")
+                    f'echo "token:${{HF_TOKEN:-none}}"; {sys.executable} -c "{probe}"', flavor="t4-small")
     _wait(api, job)
     lines = [x for x in _logs(api, job) if not x.startswith("[hub-server]")]
     job_id, accelerator, cores, memory = lines[0].split()
     assert (job_id, accelerator) == (job.id, "t4-small") and int(cores) >= 1 and memory.endswith("Gi")
-    # no token of the server's own leaks in: a job gets HF_TOKEN only as a secret
-    assert lines[1:] == [jobs_hub.url, "token:none"]
+    # no token of the machine's leaks in: a job gets HF_TOKEN only as a secret
+    assert lines[1:] == [jobs_hub.url, "token:none", "login: None"]
 
 
 # -- the server's own life ------------------------------------------------------

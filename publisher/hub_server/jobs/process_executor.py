@@ -6,7 +6,9 @@ but not used; the host's GPUs are visible to the command.
   guard.py that runner uses), so cancelling, a timeout or the server's end
   kills its whole tree, daemons included, and so does the server being killed.
 - Its environment is this machine's, less the Hub tokens the server itself
-  holds (HF_TOKEN ...), plus the job's environment and secrets.
+  holds (HF_TOKEN ...), plus the job's environment and secrets; HF_TOKEN_PATH
+  points at a file that does not exist, so huggingface_hub in the job does not
+  find this machine's login either: a job has a token only as a secret.
 - Volumes: the command starts in a private mount namespace (`unshare --mount`,
   root on Linux) where each volume's folder is bind-mounted read-only at its
   mountPath, so the same command works unchanged and two jobs mounting the
@@ -99,7 +101,8 @@ class ProcessExecutor:
     @staticmethod
     def environment(launch: Launch) -> dict[str, str]:
         base = {k: v for k, v in os.environ.items() if k not in _SECRET_ENV}
-        return {**base, **launch.environment}
+        nowhere = str((launch.workdir or Path("/nonexistent")) / ".no-hub-token")
+        return {**base, "HF_TOKEN_PATH": nowhere, **launch.environment}
 
     def _unshare(self) -> str | None:
         """Why private mount namespaces are not available here (None: they are); asked once."""
