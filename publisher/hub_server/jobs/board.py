@@ -248,7 +248,6 @@ class JobBoard:
             return self._executor
 
     def _run(self, job: Job) -> None:
-        launch: Launch | None = None
         try:
             executor = self._executor_now()
             launch = self._launch(job)
