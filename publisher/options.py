@@ -97,19 +97,32 @@ class HubServerOptions:
     read_tokens: tuple[str, ...] = ()
     trusted_orgs: tuple[str, ...] = ()  # empty: every org
     generated_token: bool = False  # tokens holds one made up here, for the user to read once
+    tokens_without_jobs: tuple[str, ...] = ()  # repository write access, no job.write (the Jobs API refuses them)
+    jobs_executor: str = "docker"  # where jobs run: a name of hub_server.jobs.executor.EXECUTORS
+    jobs_dir: Path | None = None  # None: <data_dir>/jobs
 
     def __post_init__(self):
         if not 0 <= self.port <= 65535:
             raise UsageError(f"--port: {self.port} is not a TCP port", "give a port from 1 to 65535, or 0 for any free one")
+        kinds = (("--token", self.tokens), ("--read-token", self.read_tokens),
+                 ("--token-without-jobs", self.tokens_without_jobs))
+        for i, (flag, given) in enumerate(kinds):
+            for other, more in kinds[i + 1:]:
+                both = sorted(set(given) & set(more))
+                if both:
+                    raise UsageError(f"{flag} and {other} name the same token ({len(both)} of them)",
+                                     "give each token one role")
 
     @classmethod
     def from_args(cls, *, data_dir: Path, port: int, tokens: tuple[str, ...], read_tokens: tuple[str, ...] = (),
-                  trusted_orgs: tuple[str, ...] = ()) -> HubServerOptions:
+                  trusted_orgs: tuple[str, ...] = (), tokens_without_jobs: tuple[str, ...] = (),
+                  jobs_executor: str = "docker", jobs_dir: Path | None = None) -> HubServerOptions:
         """Without --token, one write token is generated for this run."""
+        jobs = {"tokens_without_jobs": tuple(tokens_without_jobs), "jobs_executor": jobs_executor, "jobs_dir": jobs_dir}
         if tokens:
-            return cls(data_dir, port, tuple(tokens), tuple(read_tokens), tuple(trusted_orgs))
+            return cls(data_dir, port, tuple(tokens), tuple(read_tokens), tuple(trusted_orgs), **jobs)
         token = "hf_" + "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(34))
-        return cls(data_dir, port, (token,), tuple(read_tokens), tuple(trusted_orgs), generated_token=True)
+        return cls(data_dir, port, (token,), tuple(read_tokens), tuple(trusted_orgs), generated_token=True, **jobs)
 
 
 @dataclass(frozen=True)

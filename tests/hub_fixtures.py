@@ -7,6 +7,10 @@
            HF_ENDPOINT, HF_HUB_DISABLE_XET=1, HF_TOKEN, a private HF_HOME; removes
            HF_HUB_DISABLE_TELEMETRY (kernels 0.17.2 then sends an invalid
            User-Agent). Clears injected faults and counters around each test.
+`jobs_hub` one server for the session whose jobs run with the process executor,
+           with a write token (job.write), a token without job.write, a read-only
+           token, an org the user belongs to, and two jobs a page (so every
+           listing goes through the client's pagination).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import pytest
 
 from publisher.hub_server.server import HubServer, ServerConfig
 
-__all__ = ["hub", "hub_env", "Hub"]
+__all__ = ["hub", "hub_env", "Hub", "jobs_hub", "JobsHub"]
 
 
 def _fake_token() -> str:
@@ -83,3 +87,34 @@ def hub_env(hub: Hub, monkeypatch, tmp_path) -> Hub:
     hub.state.reset_stats()
     yield hub
     hub.state.faults.clear()
+
+
+@dataclass
+class JobsHub:
+    server: HubServer
+    data_dir: Path
+    write_token: str
+    no_jobs_token: str
+    read_token: str
+    user: str = "publisher-dev"
+    org: str = "jobs-org"
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def api(self, token: str | None = None):
+        from huggingface_hub import HfApi
+
+        return HfApi(endpoint=self.url, token=token or self.write_token)
+
+
+@pytest.fixture(scope="session")
+def jobs_hub(tmp_path_factory) -> JobsHub:
+    data_dir = tmp_path_factory.mktemp("jobs-hub")
+    write, no_jobs, read = _fake_token(), _fake_token(), _fake_token()
+    config = ServerConfig(tokens={write: "write", no_jobs: "write-no-jobs", read: "read"}, orgs={"jobs-org": "write"},
+                          jobs_executor="process", jobs_page_size=2)
+    server = HubServer(data_dir, config).start()
+    yield JobsHub(server, data_dir, write, no_jobs, read)
+    server.close()

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 ENDPOINTS = (
     "create-repo", "info", "refs", "branch", "branch-delete", "tag", "preupload", "lfs-batch", "lfs-put",
     "commit", "tree", "paths-info", "commits", "resolve", "validate-yaml", "overview", "whoami", "agent-harnesses",
+    "jobs-hardware", "jobs-create", "jobs-list", "jobs-info", "jobs-cancel", "jobs-duplicate", "jobs-labels",
+    "jobs-logs", "jobs-metrics", "jobs-expose",
 )
 # drop-after: do the work, then close without answering; delay: wait `seconds`, then answer normally
 ACTIONS = ("status", "drop", "drop-after", "delay")

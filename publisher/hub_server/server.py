@@ -3,6 +3,8 @@ runs: the real `huggingface_hub` and `kernels` clients talk to it as to the Hub
 (with HF_HUB_DISABLE_XET=1: it speaks plain LFS, not Xet).
 
 Standard library only (ThreadingHTTPServer). Listens on 127.0.0.1.
+It also answers the Jobs API (jobs/api.py), running each job with the executor
+named in ServerConfig.jobs_executor (jobs/executor.py).
 Besides the Hub API it has two admin endpoints for tests:
   /_admin/faults   POST a rule (see faults.py), GET pending rules, DELETE all
   /_admin/stats    GET request counts and request-body bytes per endpoint, DELETE to reset
@@ -28,6 +30,11 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from publisher import env
 from publisher.errors import ConnectionDropped, HubError
 from publisher.hub_server.faults import FaultRule, Faults
+from publisher.hub_server.jobs import api as jobs_api
+from publisher.hub_server.jobs.board import JobBoard, object_id
+from publisher.hub_server.jobs.executor import DEFAULT_EXECUTOR, EXECUTORS
+from publisher.hub_server.reply import Reply
+from publisher.hub_server.reply import json_reply as _json
 from publisher.hub_server.storage import REPO_TYPES, Entry, Repo, Storage, lfs_pointer
 
 _PREFIXES = {"datasets": "dataset", "spaces": "space", "kernels": "kernel"}
@@ -35,32 +42,41 @@ _URL_PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/", "kernel"
 _CHUNK = 1024 * 1024
 
 
+# Token roles. "write" is a classic write token (it may also run Jobs: job.write);
+# "write-no-jobs" a fine-grained token with repository write access but without
+# job.write, as most tokens made before Jobs are; "read" a read-only token.
+ROLES = ("write", "write-no-jobs", "read")
+_REPO_WRITERS = ("write", "write-no-jobs")
+_JOB_WRITERS = ("write",)
+_ORG_JOB_WRITERS = ("admin", "write", "contributor")  # roleInOrg values that may run an org's jobs
+
+
 @dataclass(frozen=True)
 class ServerConfig:
-    """tokens: token -> "write" or "read". trusted_orgs: orgs whose overview says
-    trustedKernelPublisher (None = every org). orgs: the user's orgs -> roleInOrg."""
+    """tokens: token -> a role of ROLES. trusted_orgs: orgs whose overview says
+    trustedKernelPublisher (None = every org). orgs: the user's orgs -> roleInOrg.
+    jobs_executor: where jobs run (a name of jobs.executor.EXECUTORS); jobs_dir:
+    their folders (None: <data dir>/jobs)."""
 
     tokens: Mapping[str, str] = field(default_factory=dict)
     trusted_orgs: frozenset[str] | None = None
     user: str = "publisher-dev"
     orgs: Mapping[str, str] = field(default_factory=dict)
     latency: float = 0.0  # seconds added to every answer: a Hub across a network, for benchmarks
+    jobs_executor: str = DEFAULT_EXECUTOR
+    jobs_dir: Path | None = None
+    jobs_page_size: int = 50  # jobs per page of GET /api/jobs/{namespace}
 
-
-@dataclass
-class Reply:
-    status: int = 200
-    body: bytes | object = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    stream: Iterator[bytes] | None = None  # body sent from an iterator (Content-Length set by caller)
+    def __post_init__(self):
+        unknown = sorted({r for r in self.tokens.values() if r not in ROLES})
+        if unknown:
+            raise ValueError(f"unknown token role(s) {', '.join(unknown)}; one of {', '.join(ROLES)}")
+        if self.jobs_executor not in EXECUTORS:
+            raise ValueError(f"unknown jobs executor {self.jobs_executor!r}; one of {', '.join(EXECUTORS)}")
 
 
 def _iso(ts: int) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def _json(data: object, status: int = 200, headers: dict | None = None) -> Reply:
-    return Reply(status, json.dumps(data).encode(), {"Content-Type": "application/json", **(headers or {})})
 
 
 class HubState:
@@ -69,6 +85,7 @@ class HubState:
     def __init__(self, storage: Storage, config: ServerConfig):
         self.storage = storage
         self.config = config
+        self.jobs: JobBoard | None = None  # set by HubServer once the address is known
         self.faults = Faults()
         self.secret = secrets.token_bytes(16)
         self._stats_lock = threading.Lock()
@@ -183,7 +200,9 @@ class Handler(BaseHTTPRequestHandler):
         self._send(self._error(HubError(rule.status, f"Injected fault: {kind} answers {rule.status}")), head=False)
 
     def _error(self, err: HubError) -> Reply:
-        headers = {"X-Error-Message": err.message.replace("\n", " ")}
+        # a header is latin-1: what it cannot carry is replaced there (the JSON body keeps the whole message)
+        header = err.message.replace("\n", " ").encode("latin-1", "replace").decode("latin-1")
+        headers = {"X-Error-Message": header}
         if err.code:
             headers["X-Error-Code"] = err.code
         return _json({"error": err.message}, err.status, headers)
@@ -194,14 +213,24 @@ class Handler(BaseHTTPRequestHandler):
         headers = dict(reply.headers)
         if reply.stream is None:
             headers.setdefault("Content-Length", str(len(body)))
+        elif "Content-Length" not in headers:  # an event stream: its end is the connection's
+            headers["Connection"] = "close"
+            self.close_connection = True
         for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
         if head:
             return
         if reply.stream is not None:
-            for chunk in reply.stream:
-                self.wfile.write(chunk)
+            try:
+                for chunk in reply.stream:
+                    self.wfile.write(chunk)
+            except (BrokenPipeError, ConnectionResetError):  # the client went away mid-stream
+                self.close_connection = True
+            finally:
+                close = getattr(reply.stream, "close", None)
+                if close is not None:
+                    close()
         else:
             self.wfile.write(body)
 
@@ -267,8 +296,30 @@ class Handler(BaseHTTPRequestHandler):
         token = self._token()
         if token is None:
             raise HubError(401, "Authorization required: this operation needs a token with write access")
-        if self.state.config.tokens[token] != "write":
+        if self.state.config.tokens[token] not in _REPO_WRITERS:
             raise HubError(403, "Your token is read-only: you don't have the rights to write to this repository")
+
+    def jobs_auth(self, namespace: str, write: bool) -> str:
+        """The user acting on `namespace`'s jobs; 401 without a token, 403 (naming the
+        missing permission, as the Hub does) for a namespace or an action the token may not touch."""
+        token = self._token()
+        if token is None:
+            raise HubError(401, "Authorization required: the Jobs API needs a token (Authorization: Bearer hf_...)")
+        config = self.state.config
+        refused = f"You don't have the required permissions to complete this action on namespace {namespace}"
+        if namespace != config.user and namespace not in config.orgs:
+            raise HubError(403, refused + (", missing permissions: job.write" if write else ""))
+        if write and (config.tokens[token] not in _JOB_WRITERS
+                      or namespace in config.orgs and config.orgs[namespace] not in _ORG_JOB_WRITERS):
+            raise HubError(403, refused + ", missing permissions: job.write")
+        return config.user
+
+    def owner_type(self, namespace: str) -> str:
+        return "user" if namespace == self.state.config.user else "org"
+
+    def can_read_repo(self, repo: Repo) -> bool:
+        """Whether this request's token may read `repo` (a private one needs a token)."""
+        return not repo.private or self._token() is not None
 
     def _repo(self, repo_type: str, repo_id: str, write: bool = False) -> Repo:
         if write:
@@ -297,6 +348,8 @@ class Handler(BaseHTTPRequestHandler):
                 return "create-repo", self._create_repo
             if rest == ["whoami-v2"]:
                 return "whoami", self._whoami
+            if rest[:1] == ["jobs"] and len(rest) > 1:
+                return jobs_api.route(self, method, rest[1:], need)
             if rest == ["agent-harnesses"]:  # huggingface_hub fetches it once a day (its agent detection)
                 need("GET")
                 return "agent-harnesses", lambda: _json({"standardEnvVars": [], "harnesses": {}})
@@ -372,9 +425,15 @@ class Handler(BaseHTTPRequestHandler):
         if token is None:
             raise HubError(401, "Authorization required")
         role = self.state.config.tokens[token]
+        user = self.state.config.user
         orgs = [{"type": "org", "name": name, "roleInOrg": in_org} for name, in_org in self.state.config.orgs.items()]
-        return _json({"type": "user", "name": self.state.config.user, "orgs": orgs,
-                      "auth": {"type": "access_token", "accessToken": {"displayName": "token", "role": role}}})
+        access: dict = {"displayName": "token", "role": role}
+        if role == "write-no-jobs":  # what the Hub shows for a fine-grained token without job.write
+            scoped = [{"entity": {"_id": object_id(name), "type": kind, "name": name},
+                       "permissions": ["repo.content.read", "repo.write"]}
+                      for kind, name in [("user", user), *(("org", o) for o in self.state.config.orgs)]]
+            access = {"displayName": "token", "role": "fineGrained", "fineGrained": {"scoped": scoped, "global": []}}
+        return _json({"type": "user", "name": user, "orgs": orgs, "auth": {"type": "access_token", "accessToken": access}})
 
     def _validate_yaml(self) -> Reply:
         content = str(self._json_body().get("content", ""))
@@ -619,11 +678,14 @@ class HubServer:
     """A running server: `url`, `state` (storage, faults, stats), `close()`."""
 
     def __init__(self, data_dir: Path, config: ServerConfig | None = None, port: int = 0, host: str = "127.0.0.1"):
-        self.state = HubState(Storage(Path(data_dir)), config or ServerConfig())
+        config = config or ServerConfig()
+        self.state = HubState(Storage(Path(data_dir)), config)
         handler = type("BoundHandler", (Handler,), {"state": self.state})
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.url = f"http://{host}:{self.httpd.server_address[1]}"
+        self.state.jobs = JobBoard(config.jobs_dir or Path(data_dir) / "jobs", self.state.storage,
+                                   config.jobs_executor, self.url, config.user)
         self._thread: threading.Thread | None = None
 
     def start(self) -> HubServer:
@@ -635,7 +697,13 @@ class HubServer:
     def serve_forever(self) -> None:
         self.httpd.serve_forever()
 
+    def stop_jobs(self) -> int:
+        """Stop every running job (its processes or containers killed); how many there were."""
+        assert self.state.jobs is not None
+        return self.state.jobs.close()
+
     def close(self) -> None:
+        self.stop_jobs()
         self.httpd.shutdown()
         self.httpd.server_close()
         if self._thread is not None:
