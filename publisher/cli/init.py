@@ -82,7 +82,8 @@ def render(result: InitResult, as_json: bool) -> int:
                        f"(then remove {_shown(root)}/.github)")
         click.echo("\nnext:")
         click.echo(f"  publisher check {folder}")
-        click.echo(f"  publisher build {folder} --local && publisher test {folder}")
+        needs = "" if "cpu" in options.backends else "   # with a CUDA or ROCm torch; the tests need its GPU"
+        click.echo(f"  publisher build {folder} --local && publisher test {folder}{needs}")
     click.echo(f"  on GitHub: add the secret HF_TOKEN (see the comments in {_shown(result.workflow)}); "
                f"a pushed tag {result.tag_pattern} (or a manual run) releases the kernel")
     return EXIT_OK

@@ -51,7 +51,7 @@ def run_init(options: InitOptions) -> InitResult:
         repo_id, kernel = names.repo_id, names.name
         _check_new_folder(root, options.force)
         files = {root / rel: text for rel, text in templates.project_files(names, options.backends, options.license).items()}
-        # a new project is a repository of its own: its workflow never goes outside its folder
+        # a new project's workflow stays in its folder (inside another repository, the command says how to move it)
         placement = workflow.own_placement(root)
         outer = workflow.enclosing_repository(root)
     values = workflow.workflow_values(repo_id, kernel, placement, options.workflow or workflow.default_ref())
