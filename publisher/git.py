@@ -41,6 +41,11 @@ def toplevel(path: Path) -> Path | None:
     return Path(probe.output.strip().splitlines()[-1]).resolve() if probe.ok else None
 
 
+def init(path: Path) -> bool:
+    """Make `path` a git repository (no commit); False without git or when git fails."""
+    return shutil.which("git") is not None and runner.run(["git", "init", "-q", str(path)]).ok
+
+
 def tracks(top: Path, path: Path) -> bool:
     return runner.run(["git", "-C", str(top), "ls-files", "--error-unmatch", str(path.relative_to(top))]).ok
 

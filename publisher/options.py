@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from publisher.errors import UsageError
+from publisher.project.model import BACKENDS
+from publisher.project.schema import suggest
+from publisher.project.values import license_problem
 from publisher.push.signature import SignerWorkflow
+from publisher.scaffold.names import KernelNames, names_for
+from publisher.scaffold.templates import DEFAULT_BACKENDS, OFFERED_BACKENDS
+from publisher.scaffold.workflow import WorkflowRef, parse_ref
 
 
 @dataclass(frozen=True)
@@ -217,3 +223,91 @@ class ReleaseOptions:
         return PushOptions(path=self.path, repo_id=self.repo_id, selection=self.selection, private=self.private,
                            dry_run=self.dry_run, endpoint=self.endpoint, allow_untested=self.allow_untested,
                            load_only=self.load_only, partial=self.partial, matrix_file=self.matrix_file)
+
+
+DEFAULT_LICENSE = "Apache-2.0"
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    path: Path  # the new project's folder; with --ci, the existing project's
+    names: KernelNames | None  # None: --ci (the repo id is read from PATH/build.toml)
+    backends: tuple[str, ...] = DEFAULT_BACKENDS
+    license: str = DEFAULT_LICENSE
+    force: bool = False  # overwrite files the scaffold writes (others are kept)
+    workflow: WorkflowRef | None = None  # None: publisher's reusable workflow at this release's tag
+
+    @property
+    def ci_only(self) -> bool:
+        return self.names is None
+
+    @classmethod
+    def from_args(cls, args: tuple[str, ...], *, ci: bool, backends: tuple[str, ...], license: str | None,
+                  force: bool, workflow_ref: str | None) -> InitOptions:
+        """`publisher init OWNER/NAME [PATH]` or `publisher init --ci [PATH]`."""
+        workflow = parse_ref(workflow_ref) if workflow_ref is not None else None
+        if ci:
+            if backends or license is not None:
+                raise UsageError("--backends and --license shape a new project; --ci only adds the release workflow",
+                                 "leave them out, or run `publisher init OWNER/NAME` for a new project")
+            if len(args) > 1:
+                raise UsageError("too many arguments: --ci takes the project folder [PATH]",
+                                 "the repo id comes from the project's build.toml ([general.hub] repo-id)")
+            path = Path(args[0]) if args else Path(".")
+            if args and "/" in args[0] and not path.exists() and names_for_or_none(args[0]):
+                raise UsageError(f"--ci takes the project folder, and `{args[0]}` is a repo id, not a folder",
+                                 "run it in (or pass) the project folder; its build.toml names the repo "
+                                 "([general.hub] repo-id)")
+            return cls(path=path, names=None, force=force, workflow=workflow)
+        if not args:
+            raise UsageError("missing OWNER/NAME: the Hub repository the new kernel is published to",
+                             "publisher init my-org/my-kernel [PATH] (or --ci to add the workflow to an existing project)")
+        if len(args) > 2:
+            raise UsageError("too many arguments: expected OWNER/NAME [PATH]")
+        names = names_for(args[0])
+        path = Path(args[1]) if len(args) > 1 else Path(names.repo_name)
+        return cls(path=path, names=names, backends=parse_backends(backends), license=parse_license(license),
+                   force=force, workflow=workflow)
+
+
+def names_for_or_none(text: str) -> KernelNames | None:
+    try:
+        return names_for(text)
+    except UsageError:
+        return None
+
+
+def parse_backends(values: tuple[str, ...]) -> tuple[str, ...]:
+    """--backends cpu,cuda (repeatable; `all`: every backend with a template), in build.toml's order."""
+    if not values:
+        return DEFAULT_BACKENDS
+    chosen: set[str] = set()
+    for item in (part.strip().lower() for value in values for part in value.split(",")):
+        if item == "all":
+            chosen.update(OFFERED_BACKENDS)
+        elif item in OFFERED_BACKENDS:
+            chosen.add(item)
+        elif item in BACKENDS:
+            raise UsageError(f"--backends: publisher init has no {item} kernel template; it offers "
+                             f"{', '.join(OFFERED_BACKENDS)}",
+                             f"scaffold with those, then add a [kernel.<name>] table with backend = \"{item}\" and "
+                             "its sources to build.toml yourself")
+        else:
+            close = suggest(item, OFFERED_BACKENDS) if item else None
+            raise UsageError(f"--backends: unknown backend `{item}`" if item else "--backends: an empty backend name",
+                             (f"did you mean `{close}`? " if close else "") + f"publisher init offers "
+                             f"{', '.join(OFFERED_BACKENDS)} (comma-separated, or `all`)")
+    return tuple(b for b in BACKENDS if b in chosen)
+
+
+def parse_license(value: str | None) -> str:
+    if value is None:
+        return DEFAULT_LICENSE
+    if not value.strip():
+        raise UsageError("--license is empty", f"give a license identifier, e.g. {DEFAULT_LICENSE} or mit")
+    if any(c in value for c in '"\\\n\r') or not value.isprintable():
+        raise UsageError(f"--license `{value!r}` is not a license identifier", f"e.g. {DEFAULT_LICENSE} or mit")
+    problem = license_problem(value)
+    if problem:
+        raise UsageError(f"--license: {problem[0]}", problem[1])
+    return value.strip()

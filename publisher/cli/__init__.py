@@ -21,6 +21,7 @@ from publisher.secrets import redact
 
 # command name -> module under publisher.cli
 COMMANDS = {
+    "init": "init",
     "check": "check",
     "migrate": "migrate",
     "matrix": "matrix",
@@ -29,6 +30,7 @@ COMMANDS = {
     "push": "push",
     "release": "release",
     "hub-server": "hub_server",
+    "completions": "completions",
 }
 
 

@@ -101,15 +101,22 @@ def _license(general: Mapping, out: list[Finding]) -> None:
     if not value.strip():
         out.append(finding("PB212", "general.license is empty", field="general.license", hint='set e.g. `license = "apache-2.0"`'))
         return
+    problem = license_problem(value)
+    if problem:
+        out.append(finding("PB203", problem[0], field="general.license", hint=problem[1]))
+
+
+def license_problem(value: str) -> tuple[str, str] | None:
+    """(message, hint) when `value` (an SPDX expression) names a license the Hub does not know."""
     known = resources.hub_licenses()
     parts = [p.strip().lower() for p in _SPDX_SPLIT.split(value) if p.strip()]
     unknown = [p for p in parts if p not in known]
     if unknown:
         close = suggest(unknown[0], known)
-        out.append(finding("PB203", f"license `{value}` is not a license identifier the Hub knows ({', '.join(unknown)})",
-                           field="general.license",
-                           hint=(f"did you mean `{close}`? " if close else "")
-                           + "the Hub card gets this value; use e.g. apache-2.0, mit, bsd-3-clause or `other`"))
+        return (f"license `{value}` is not a license identifier the Hub knows ({', '.join(unknown)})",
+                (f"did you mean `{close}`? " if close else "")
+                + "the Hub card gets this value; use e.g. apache-2.0, mit, bsd-3-clause or `other`")
+    return None
 
 
 def _backends(general: Mapping, out: list[Finding]) -> list[str] | None:
