@@ -3,19 +3,14 @@ The stage is publisher/builder/stage.py; this module parses and renders."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from publisher import state
 from publisher.backends import BACKENDS
-from publisher.builder.stage import BuildRun, run_build
-from publisher.cli.common import echo_json, json_flag, matrix_option
-from publisher.errors import EXIT_FAILED
+from publisher.cli.common import json_flag, matrix_option
+from publisher.cli.views import build_with_progress, render_build
 from publisher.options import BackendSettings, BuildCommandOptions, Selection
-from publisher.secrets import redact
-from publisher.ui import PlainLines, make_progress, render_summary
 
 
 @click.command("build")
@@ -62,23 +57,4 @@ def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, on
         jobs=jobs, cores=cores, fail_fast=fail_fast, only_failed=only_failed, force=force, debug=debug, strict=strict,
         matrix_file=matrix_file, out=out, repo_id=repo_id, hub_cache=not no_hub_cache,
         hub_cache_trust=tuple(trust), endpoint=endpoint)
-    return render(build(options, as_json), as_json)
-
-
-def build(options: BuildCommandOptions, as_json: bool) -> BuildRun:
-    """The build stage with this terminal's progress display and notes."""
-    progress = PlainLines(sys.stderr) if as_json else make_progress()
-    return run_build(options, progress, note=lambda text: click.echo(redact(text), err=True))
-
-
-def render(run: BuildRun, as_json: bool) -> int:
-    if not run.results:  # --only-failed with nothing failed: said so already
-        return 0
-    rows = [r.as_dict() for r in run.results]
-    if as_json:
-        echo_json({"build_dir": str(run.build_dir), "report": str(state.build_report_path(run.build_dir)),
-                   "variants": rows})
-    else:
-        click.echo(render_summary(rows))
-        click.echo(f"logs: {state.logs_dir(run.build_dir)}")
-    return 0 if run.ok else EXIT_FAILED
+    return render_build(build_with_progress(options, as_json), as_json)

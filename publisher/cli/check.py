@@ -9,10 +9,9 @@ from pathlib import Path
 import click
 
 from publisher.cli.common import format_option
-from publisher.errors import EXIT_FAILED, EXIT_OK
-from publisher.findings import has_errors, render_human, render_json
+from publisher.cli.views import render_check
 from publisher.options import CheckOptions
-from publisher.project.stage import CheckResult, run_check
+from publisher.project.stage import run_check
 
 
 @click.command("check")
@@ -25,23 +24,4 @@ from publisher.project.stage import CheckResult, run_check
 def command(path: Path, fmt: str, config_only: bool, quiet: bool, matrix_file: Path | None) -> int:
     """Check the build.toml (and, for a folder, the layout) of the kernel project in PATH."""
     options = CheckOptions(path=path, config_only=config_only, quiet=quiet, matrix_file=matrix_file)
-    return render(run_check(options), fmt)
-
-
-def render(result: CheckResult, fmt: str) -> int:
-    """The findings (text or JSON) and the verdict; the exit code."""
-    path, project, findings = result.options.path, result.project, list(result.findings)
-    failed = has_errors(findings)
-    if fmt == "json":
-        click.echo(render_json(findings, path=str(path), ok=not failed,
-                               name=project.name if project else None,
-                               edition=project.config.edition if project else None))
-    else:
-        if findings:
-            click.echo(render_human(findings))
-        if project is not None:
-            kind = "folder" if project.root is not None and not result.options.config_only else "build.toml"
-            click.echo(f"{project.name} v{project.config.general.version}: {kind} OK")
-        elif not failed:
-            click.echo("OK")
-    return EXIT_FAILED if failed else EXIT_OK
+    return render_check(run_check(options), fmt)

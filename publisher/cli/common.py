@@ -26,6 +26,23 @@ matrix_option = click.option(
 json_flag = click.option("--json", "as_json", is_flag=True, help="Print a JSON report instead of a table.")
 
 
+def test_options(f):
+    """Options `test` and `release` share."""
+    for option in reversed([
+        click.option("--repo-id", help="Repo id the project's tests load with get_kernel "
+                     "(default: [general.hub] repo-id, else the one the tests name)."),
+        click.option("--require-gpu/--allow-load-only", default=True, show_default=True,
+                     help="A variant whose accelerator is missing here is loaded and its ops checked ('loaded, not run'); "
+                          "that fails the run unless --allow-load-only."),
+        click.option("--timeout", type=float, default=1800, show_default=True, help="Seconds for all tests of one variant."),
+        click.option("--all-tests", is_flag=True, help="Run all of tests/, not only the tests marked kernels_ci."),
+        click.option("--test-timeout", type=float, default=300, show_default=True,
+                     help="Seconds for one test (needs pytest-timeout in the environment)."),
+    ]):
+        f = option(f)
+    return f
+
+
 _printed: list[bool] = [False]  # whether this command has printed its JSON document
 
 

@@ -8,44 +8,11 @@ from pathlib import Path
 
 import click
 
-from publisher.cli.common import echo_json
+from publisher.cli.common import test_options
+from publisher.cli.views import render_test_run
 from publisher.errors import EXIT_FAILED, EXIT_OK
 from publisher.options import Selection, TestCommandOptions, TestOptions
-from publisher.testing.report import render_table
-from publisher.testing.stage import TestRun, run_project_tests
-
-
-def test_options(f):
-    """Options `test` and `release` share."""
-    for option in reversed([
-        click.option("--repo-id", help="Repo id the project's tests load with get_kernel "
-                     "(default: [general.hub] repo-id, else the one the tests name)."),
-        click.option("--require-gpu/--allow-load-only", default=True, show_default=True,
-                     help="A variant whose accelerator is missing here is loaded and its ops checked ('loaded, not run'); "
-                          "that fails the run unless --allow-load-only."),
-        click.option("--timeout", type=float, default=1800, show_default=True, help="Seconds for all tests of one variant."),
-        click.option("--all-tests", is_flag=True, help="Run all of tests/, not only the tests marked kernels_ci."),
-        click.option("--test-timeout", type=float, default=300, show_default=True,
-                     help="Seconds for one test (needs pytest-timeout in the environment)."),
-    ]):
-        f = option(f)
-    return f
-
-
-def echo_run(run: TestRun, as_json: bool) -> None:
-    if as_json:
-        echo_json({
-            "ok": run.ok,
-            "report": str(run.report_path),
-            "variants": {r.variant: r.entry() for r in run.results},
-        })
-        return
-    click.echo(render_table(list(run.results)))
-    for r in run.blocking():
-        if r.output_tail:
-            click.echo(f"\n--- {r.variant}: {r.status} — last lines of output (full log: {r.log}) ---")
-            click.echo(r.output_tail)
-    click.echo(f"\nreport: {run.report_path}")
+from publisher.testing.stage import run_project_tests
 
 
 @click.command("test")
@@ -67,5 +34,5 @@ def command(path: Path, include, skip, repo_id, require_gpu, timeout, all_tests,
         build_dir=build_dir, matrix_file=matrix_file)
     run = run_project_tests(options, on_progress=lambda line: click.echo(line, err=True),
                             on_output=(lambda line: click.echo(line, err=True)) if verbose else None)
-    echo_run(run, as_json)
+    render_test_run(run, as_json)
     return EXIT_OK if run.ok else EXIT_FAILED

@@ -45,8 +45,8 @@ class Coverage:
             return codes.finding("PP201", message, severity=Severity.WARNING, file=where,
                            hint="published with --partial; the card and the resolution table list what is missing")
         return codes.finding("PP201", message, file=where,
-                       hint="build and test the missing variants (publisher build; scripts/gpu_test.sh for GPU ones), "
-                            "or pass --partial to publish only what is here")
+                       hint="build and test the missing variants (publisher build, then publisher test; GPU variants on a machine "
+                            "with that GPU or with publisher test --on hf-jobs:FLAVOR), or pass --partial to publish only what is here")
 
 
 def required_variants(project: Project, matrix: Matrix) -> dict[str, str]:

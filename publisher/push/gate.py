@@ -13,6 +13,7 @@ while its fingerprint equals the variant's current one (state.variant_fingerprin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 from publisher import state
@@ -74,15 +75,15 @@ def judge(build_dir: Path, name: str, allow_untested: bool, load_only: tuple[str
 
     test = _entry(state.test_report_path(build_dir), name, fingerprint)
     untested = _untested_reason(name, test)
-    if test is not None and test.get("status") == "failed":
-        # --allow-untested is for variants nobody could test here, never for ones that failed.
+    decided = standing(name, test, allow_untested, load_only)
+    if decided is Standing.FAILED:
         findings.append(_finding("PP106", Severity.ERROR, variant_dir, untested or name,
-                                 f"fix the kernel and run `publisher test` again (log: {test.get('log') or '?'})"))
+                                 f"fix the kernel and run `publisher test` again (log: {(test or {}).get('log') or '?'})"))
     elif untested:
-        if allow_untested:
+        if decided is Standing.ADMITTED and allow_untested:
             findings.append(_finding("PP104", Severity.WARNING, variant_dir, untested,
                                      "published because of --allow-untested"))
-        elif admitted_load_only(name, (test or {}).get("status"), load_only):
+        elif decided is Standing.ADMITTED:
             findings.append(_finding("PP104", Severity.WARNING, variant_dir, untested,
                                      "published because of --allow-untested-variant: no runner can test it"))
         else:
@@ -100,6 +101,28 @@ def judge(build_dir: Path, name: str, allow_untested: bool, load_only: tuple[str
             f"{name}: built from a dirty tree (commit {str(kernel.get('commit', '?'))[:12]} plus uncommitted changes)",
             "commit your changes and rebuild so the release can be traced to a commit"))
     return Verdict(name, check.metadata, tuple(findings), test, check.sha256)
+
+
+class Standing(Enum):
+    """What a variant's test record means for its release: the one rule `push` and `release` apply."""
+
+    TESTED = "tested"  # passed on its hardware
+    FAILED = "failed"  # its tests failed or crashed: never published, whatever the flags
+    UNTESTED = "untested"  # no test ran on its hardware (error, untested, loaded-not-run, no record): refused
+    ADMITTED = "admitted"  # untested, published anyway by --allow-untested / --allow-untested-variant
+
+
+def standing(name: str, test: dict | None, allow_untested: bool, load_only: tuple[str, ...] = ()) -> Standing:
+    """`test`: the variant's test-report entry for this very build (None: never tested, or rebuilt since)."""
+    status = (test or {}).get("status")
+    if status == "failed":
+        # --allow-untested is for variants nobody could test here, never for ones that failed.
+        return Standing.FAILED
+    if status == "passed" and (test or {}).get("on_hardware"):
+        return Standing.TESTED
+    if allow_untested or admitted_load_only(name, status, load_only):
+        return Standing.ADMITTED
+    return Standing.UNTESTED
 
 
 def admitted_load_only(name: str, status: str | None, load_only: tuple[str, ...]) -> bool:

@@ -1,0 +1,1 @@
+"""The release stage: check, build, test and push a kernel project in one run."""
