@@ -1,10 +1,13 @@
 """Which accelerators a variant's tests see: a cpu (or Python-only torch-cpu)
 variant is tested with every accelerator of the platform hidden, as a user
-without one runs it; any other variant with the machine's devices. The facts
-(variables per runtime) are in resources/accelerators.yaml."""
+without one runs it; any other variant with the machine's devices. And whether
+this machine shows the accelerator a variant needs. The facts (variables per
+runtime, signs of a device) are in resources/accelerators.yaml."""
 
 from __future__ import annotations
 
+import glob
+import shutil
 from dataclasses import dataclass
 
 from publisher.data import read_yaml
@@ -36,3 +39,19 @@ def hiding_for(variant: Variant, platform: str) -> Hiding | None:
         if entry.get("torch_check") and entry["torch_check"] not in checks:
             checks.append(entry["torch_check"])
     return Hiding(env, tuple(hidden), tuple(checks))
+
+
+def missing_accelerator(backend: str, platform: str) -> str | None:
+    """Why this machine cannot run a `backend` variant, from what the system shows (device files,
+    management programs), before any environment is made for it; None when it may."""
+    for entry in read_yaml("accelerators.yaml")["accelerators"]:
+        if backend not in (entry.get("backends") or ()):
+            continue
+        if platform not in entry["platforms"]:
+            return f"needs {entry['name']}, which {platform} does not have"
+        signs = entry.get("present_if")
+        if signs is None or any(glob.glob(pattern) for pattern in signs.get("files") or ()) \
+                or any(shutil.which(program) for program in signs.get("programs") or ()):
+            return None
+        return f"needs a {entry['name']} device; this machine shows none"
+    return None
