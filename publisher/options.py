@@ -91,6 +91,35 @@ class TestCommandOptions:
         return self.build_dir or Path(self.path) / "build"
 
 
+@dataclass(frozen=True)
+class BenchOptions:
+    warmup: int = 10  # calls of each contender before its samples
+    iterations: int = 100  # timed samples of each contender (each sample: enough calls for about 2 ms)
+    timeout: float = 1800.0  # one variant's benchmarks, seconds
+    repo_id: str | None = None  # LOCAL_KERNELS for benchmarks that call get_kernel themselves
+
+    def __post_init__(self):
+        if self.warmup < 0:
+            raise UsageError(f"--warmup: {self.warmup} is negative", "give a number of calls, 0 or more")
+        if self.iterations < 1:
+            raise UsageError(f"--iterations: {self.iterations} gives no timing", "give 1 or more (default 100)")
+        if not self.timeout > 0:
+            raise UsageError(f"--timeout: {self.timeout} seconds leaves no time", "give seconds, more than 0")
+
+
+@dataclass(frozen=True)
+class BenchCommandOptions:
+    path: Path
+    selection: Selection = Selection()
+    bench: BenchOptions = BenchOptions()
+    build_dir: Path | None = None  # None: PATH/build
+    matrix_file: Path | None = None
+
+    @property
+    def variants_dir(self) -> Path:
+        return self.build_dir or Path(self.path) / "build"
+
+
 # A generated write token: hf_ and 34 letters or digits, the shape of a Hub token.
 _TOKEN_ALPHABET = string.ascii_letters + string.digits
 

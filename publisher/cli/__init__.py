@@ -27,6 +27,7 @@ COMMANDS = {
     "matrix": "matrix",
     "build": "build",
     "test": "test",
+    "bench": "bench",
     "push": "push",
     "release": "release",
     "hub-server": "hub_server",

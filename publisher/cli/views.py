@@ -9,6 +9,8 @@ import sys
 import click
 
 from publisher import state
+from publisher.bench.stage import BenchRun
+from publisher.bench.table import render_table as render_bench_table
 from publisher.builder.stage import BuildRun, run_build
 from publisher.cli.common import echo_json
 from publisher.errors import EXIT_FAILED, EXIT_OK
@@ -76,6 +78,16 @@ def render_test_run(run: TestRun, as_json: bool) -> None:
             click.echo(f"\n--- {r.variant}: {r.status} — last lines of output (full log: {r.log}) ---")
             click.echo(r.output_tail)
     click.echo(f"\nreport: {run.report_path}")
+
+
+def render_bench_run(run: BenchRun, as_json: bool) -> None:
+    if as_json:
+        echo_json({"ok": run.ok, "files": [str(p) for p in run.files], "plots": [str(p) for p in run.plots],
+                   "variants": {r.variant: r.report() for r in run.results}})
+        return
+    click.echo(render_bench_table(list(run.results)))
+    for path, svg in zip(run.files, run.plots, strict=True):
+        click.echo(f"\nresults: {path}\nplot:    {svg}")
 
 
 class PushView:
