@@ -5,8 +5,9 @@ variables (kernel-builder's card.rs: repo_id, functions, layers, has_benchmark,
 upstream, license) plus ours (version, variants, benchmarks). Without one, a
 card is generated: front matter, a usage snippet with the right `version=`,
 functions and layers read statically from the package's `__all__`, the
-variants with where they were tested, and the benchmark table and plot when
-benchmarks/results.json exists.
+variants with where they were tested, what `publisher bench` measured for
+this release's variants (a table and a plot per device: publisher/bench/card.py),
+and the benchmark table and plot when benchmarks/results.json exists.
 
 Every relative link of the card must resolve on `main`, where the card goes:
 the project files it links (a plot, a results file, a doc) are committed with
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from publisher.bench.card import BenchSection
 from publisher.errors import ProjectError
 from publisher.project.model import Project
 from publisher.push.signature import SignerWorkflow
@@ -97,14 +99,18 @@ _LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'(][^)]*)?\)|\b(?:src|href)\s
 _ABSOLUTE = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*:|/|#)")
 
 
-def linked_files(text: str, root: Path, source: str) -> dict[str, Path]:
-    """The project files the card's relative links name (repo path -> file);
-    `source` names the card in the error for a link to nothing."""
+def linked_files(text: str, root: Path, source: str, generated: dict[str, Path] | None = None) -> dict[str, Path]:
+    """The project files the card's relative links name (repo path -> file), and the `generated`
+    files it links (repo path -> file made for it); `source` names the card in the error for a link to nothing."""
     media: dict[str, Path] = {}
     base = root.resolve()
     for match in _LINK.finditer(text):
         target = (match.group(1) or match.group(2)).split("#", 1)[0].split("?", 1)[0]
         if not target or _ABSOLUTE.match(target):
+            continue
+        made = (generated or {}).get(target.removeprefix("./"))
+        if made is not None:
+            media[target.removeprefix("./")] = made
             continue
         local = (base / target).resolve()
         rel = local.relative_to(base).as_posix() if local.is_relative_to(base) else None
@@ -186,30 +192,38 @@ def signing_section(repo_id: str, version: int, signer: SignerWorkflow | None) -
 
 def render(project: Project, repo_id: str, version: int, variants: list[VariantRow],
            missing: tuple[tuple[str, tuple[str, ...]], ...] = (), signer: SignerWorkflow | None = None,
-           signed: bool = False) -> Card:
-    """`missing`: (platform, required variants) this release lacks (push --partial)."""
+           signed: bool = False, measured: BenchSection | None = None) -> Card:
+    """`missing`: (platform, required variants) this release lacks (push --partial); `measured`: what
+    `publisher bench` measured for these variants, per device (its plots go with the card)."""
     root = project.root
     assert root is not None
     functions, layers = functions_and_layers(project.package_dir)
     bench_table, plots = _benchmarks(root)
-    has_benchmark = (root / "benchmarks" / "benchmark.py").exists()
+    has_benchmark = (root / "benchmarks").is_dir() and any(p.is_file() for p in (root / "benchmarks").glob("benchmark*.py"))
     backends = sorted({v.backend for v in variants})
+    generated = measured.media if measured else {}
     template = root / "CARD.md"
     if template.is_file():
         import jinja2
+        from jinja2 import meta
 
         env = jinja2.Environment(trim_blocks=True, undefined=jinja2.ChainableUndefined, keep_trailing_newline=True)
-        text = env.from_string(template.read_text()).render(
+        source = template.read_text()
+        benchmarks = "\n\n".join(x for x in (measured.markdown if measured else "", bench_table) if x)
+        text = env.from_string(source).render(
             repo_id=repo_id, functions=functions or None, layers=layers or None, has_benchmark=has_benchmark,
             upstream=project.config.general.upstream, license=project.config.general.license.lower(),
-            version=version, variants=variants, benchmarks=bench_table, missing=missing,
+            version=version, variants=variants, benchmarks=benchmarks, missing=missing,
             signing="\n".join(signing_section(repo_id, version, signer)) if signed else None,
         )
         if not text.startswith("---"):
             text = _front_matter(project, backends) + "\n" + text
         if missing and "## Missing variants" not in text:
             text = text.rstrip() + "\n" + "\n".join(_missing_section(missing)) + "\n"
-        return Card(text, linked_files(text, root, str(template)))
+        if measured and "benchmarks" not in meta.find_undeclared_variables(env.parse(source)):
+            # the template has no place for them: the measurements still reach the card
+            text = text.rstrip() + "\n\n## Benchmark results\n\n" + measured.markdown + "\n"
+        return Card(text, linked_files(text, root, str(template), generated))
 
     out = [_front_matter(project, backends), f"# {project.name}", ""]
     out += [f"A kernel for the [`kernels`](https://github.com/huggingface/kernels) library, version {version} "
@@ -226,8 +240,10 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
     out += ["", "## Variants", "", "| variant | backend | architectures | tested |", "|---|---|---|---|"]
     out += [f"| `{v.name}` | {v.backend} | {', '.join(v.archs) or '-'} | {v.tested} |" for v in variants]
     out += _missing_section(missing)
-    if bench_table or plots:
+    if measured or bench_table or plots:
         out += ["", "## Benchmarks", ""]
+        if measured:
+            out += [measured.markdown, ""]
         if bench_table:
             out += [bench_table, ""]
         out += [f"![{Path(p).stem}]({p})" for p in plots]
@@ -238,4 +254,4 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
     if project.config.general.upstream:
         out += ["", "## Source", "", f"Adapted from {project.config.general.upstream}."]
     text = "\n".join(out).rstrip() + "\n"
-    return Card(text, linked_files(text, root, "the generated card"))
+    return Card(text, linked_files(text, root, "the generated card", generated))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from publisher import state
+from publisher.bench.card import card_section
 from publisher.builder.metadata import SIGNATURE
 from publisher.errors import (
     OfflineError,
@@ -237,7 +238,10 @@ def _write_card(project: Project, repo_id: str, version: int, verdicts: list[gat
                                 card_mod.describe_test(v.test)) for v in verdicts]
     kept_rows = [card_mod.VariantRow(n, "?", (), "published earlier") for n in plan.kept_variants]
     signed = any((build_dir / v.variant / SIGNATURE).is_file() for v in verdicts)
-    card = card_mod.render(project, repo_id, version, rows + kept_rows, covered.missing, signer=signer, signed=signed)
+    measured = card_section(build_dir, {v.variant: build_dir / v.variant for v in verdicts},
+                            state.state_dir(build_dir) / "card-media")
+    card = card_mod.render(project, repo_id, version, rows + kept_rows, covered.missing, signer=signer, signed=signed,
+                           measured=measured)
     readme = state.state_dir(build_dir) / "README.md"
     readme.parent.mkdir(parents=True, exist_ok=True)
     readme.write_text(card.text)
