@@ -2,7 +2,7 @@
 # On a GPU machine: run kernel_projects/rmsnorm's tests and benchmark against a
 # built variant, loaded the way users load it (kernels.get_kernel + LOCAL_KERNELS).
 #
-#   scripts/gpu_bench.sh [BUILD_DIR] [benchmark.py args...]
+#   scripts/gpu_bench.sh [BUILD_DIR] [study.py args...]
 #
 # BUILD_DIR defaults to kernel_projects/rmsnorm/build (carry it to the device).
 # Wheels in .whl/ (the `kernels` client, which the GPU image lacks) are installed
@@ -34,7 +34,7 @@ tmp=$(mktemp -d)
 (cd "$tmp" && python3 -m pytest -q -p no:cacheprovider "$project/tests" 2>&1) | tee "$out/tests.log"
 tests_rc=${PIPESTATUS[0]}
 
-python3 "$project/benchmarks/benchmark.py" --out "$out" "$@" 2>&1 | tee "$out/bench.log"
+python3 "$project/benchmarks/study.py" --out "$out" "$@" 2>&1 | tee "$out/bench.log"
 bench_rc=${PIPESTATUS[0]}
 echo "tests rc=$tests_rc benchmark rc=$bench_rc"
 [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]

@@ -21,7 +21,7 @@ as our op does), timed the same way in the same rotation. Every run first
 checks our outputs on fresh random inputs against a float64 reference, with the
 output memory poisoned. Needs LOCAL_KERNELS (or the Hub) to resolve the kernel.
 
-    python benchmarks/benchmark.py [--dtypes bfloat16,float16,float32] [--out DIR]
+    python benchmarks/study.py [--dtypes bfloat16,float16,float32] [--out DIR]
 """
 
 from __future__ import annotations
