@@ -6,6 +6,7 @@ folders, never inside them (so a variant's digest stays valid).
     build-report.json               result of the last build of each variant
     test-report.json                result of the last test of each variant
     push-report.json                where each variant, as it is now, was last published from here
+    bench/<device-key>.json         benchmark results on one device (publisher/bench/results.py), and its .svg plot
     logs/<variant>.log              full build log
     logs/<variant>.test.log         full test log
     staging/                        variants being built (moved into place when complete)

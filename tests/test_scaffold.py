@@ -358,6 +358,14 @@ def test_cpu_scaffold_builds_and_its_tests_and_benchmark_pass(tmp_path):
     results, _ = run_benchmark_class(bench, iterations=2, warmup=1, repo_id=str(root), is_local=True, revision="local")
     assert set(results) == {"float32", "bfloat16"} and all(r.verified for r in results.values()), results
 
+    # and by `publisher bench`, which times each workload beside its reference
+    benched = run_cli("bench", str(root), "--matrix", str(matrix), "--iterations", "2", "--warmup", "1", "--json")
+    assert benched.returncode == 0, benched.output
+    entry = json.loads(benched.stdout)["variants"][local_cpu_variant_name()]
+    assert entry["status"] == "ok" and entry["device"]["kind"] == "cpu", entry
+    assert {(w["workload"], w["status"]) for w in entry["workloads"]} == {("float32", "verified"), ("bfloat16", "verified")}
+    assert all(w["kernel"]["median_ms"] > 0 and w["reference"]["median_ms"] > 0 for w in entry["workloads"])
+
 
 @pytest.mark.slow
 def test_cuda_scaffold_compiles_for_every_capability_and_loads_with_a_cuda_torch(tmp_path):

@@ -20,11 +20,12 @@ which need not have publisher installed.
 
 CONFIG (JSON): kernel_dir (holds the variant's folder, and nothing else),
 backend (the variant's), project_root, scripts (paths), warmup, iterations,
-out (the result file)."""
+out (the result file), shown_as (scratch path -> the path tracebacks show)."""
 
 from __future__ import annotations
 
 import ast
+import faulthandler
 import gc
 import importlib.util
 import inspect
@@ -45,6 +46,7 @@ ATOL = 1e-2  # kernels benchmark's tolerance (torch.allclose(out, reference, ato
 OURS = {str(Path(__file__).resolve()), str(Path(timing.__file__).resolve())}
 DEVICES = {"cuda": "cuda", "rocm": "cuda", "xpu": "xpu", "metal": "mps", "cpu": "cpu"}  # variant backend -> torch device
 REFERENCE_CHARS = 120
+SHOWN_AS: dict[str, str] = {}  # scratch folder -> the folder a user knows it as (the variant's build folder)
 
 
 class Recorder:
@@ -80,6 +82,10 @@ def their_traceback(err: BaseException) -> str:
     """The exception with the frames of the benchmark and the kernel, not this harness's."""
     frames = [f for f in traceback.extract_tb(err.__traceback__) if str(Path(f.filename).resolve()) not in OURS
               and not f.filename.startswith("<frozen importlib")]
+    for frame in frames:
+        for scratch, known in SHOWN_AS.items():
+            if frame.filename.startswith(scratch + os.sep):
+                frame.filename = known + frame.filename[len(scratch):]
     lines = traceback.format_list(frames) + traceback.format_exception_only(type(err), err)
     return "".join(lines).rstrip()[-4000:]
 
@@ -225,18 +231,24 @@ class Workload:
         return total
 
 
-def compare(torch, out, reference) -> dict:
+class NotComparable(Exception):
+    """The benchmark gives nothing to compare (no tensor in self.out, a reference of another shape):
+    its own mistake, not the kernel's."""
+
+
+def compare(torch, out, reference, workload: str) -> dict:
     """kernels benchmark's check (torch.allclose(out, reference, atol=1e-2)), and by how much it is off."""
     if not isinstance(reference, torch.Tensor):
-        return {"match": False, "detail": f"verify returned {type(reference).__name__}, not a tensor"}
+        raise NotComparable(f"verify_{workload} returned {type(reference).__name__}, not a tensor (it must return "
+                            "the reference output)")
     if not isinstance(out, torch.Tensor):
-        return {"match": False, "detail": f"self.out is {type(out).__name__} after the benchmark call, not a tensor "
-                                          "(the benchmark method must leave its output in self.out)"}
+        raise NotComparable(f"self.out is {type(out).__name__} after benchmark_{workload}, not a tensor (the "
+                            "benchmark method must leave the kernel's output in self.out)")
     try:
         match = bool(torch.allclose(out, reference, atol=ATOL))
     except RuntimeError as err:
-        return {"match": False, "detail": f"cannot compare self.out ({out.dtype}, {tuple(out.shape)}) with the "
-                                          f"reference ({reference.dtype}, {tuple(reference.shape)}): {one_line(err)}"}
+        raise NotComparable(f"self.out ({out.dtype}, {tuple(out.shape)}) cannot be compared with the reference "
+                            f"({reference.dtype}, {tuple(reference.shape)}): {one_line(err)}") from None
     result = {"match": match, "detail": ""}
     try:
         diff = (out.detach().double() - reference.detach().double()).abs()
@@ -261,7 +273,7 @@ def run_workload(torch, work: Workload, clock, config: dict, cache_bytes: int) -
         clock.sync()
         reference = getattr(first, verify_name)()
         clock.sync()
-        entry["verify"] = compare(torch, first.out, reference)
+        entry["verify"] = compare(torch, first.out, reference, work.name)
         entry["reference_source"] = reference_source(getattr(work.cls, verify_name))
         del reference
         if not entry["verify"]["match"]:
@@ -309,6 +321,7 @@ def describe(entry: dict) -> str:
 
 def run(config: dict) -> int:
     recorder = Recorder(Path(config["out"]))
+    SHOWN_AS.update(config.get("shown_as") or {})
     try:
         import torch
         from kernels import get_local_kernel
@@ -360,6 +373,8 @@ def run(config: dict) -> int:
                 recorder.update(current=base)
                 try:
                     entry = run_workload(torch, Workload(torch, cls, name, kernel, device), clock, config, cache_bytes)
+                except NotComparable as err:
+                    entry = {"status": "error", "error": {"message": str(err), "detail": ""}}
                 except BaseException as err:  # noqa: BLE001 - the benchmark's failure is its result
                     if isinstance(err, KeyboardInterrupt):
                         raise
@@ -376,4 +391,5 @@ def run(config: dict) -> int:
 
 
 if __name__ == "__main__":
+    faulthandler.enable()  # a workload that kills the process (segfault, abort) leaves its Python stack in the log
     sys.exit(run(json.loads(Path(sys.argv[1]).read_text())))

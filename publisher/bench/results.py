@@ -32,7 +32,7 @@ def fmt_ms(ms: float | None) -> str:
     """A time per call as tables and plots show it."""
     if ms is None:
         return "—"
-    return f"{ms * 1000:.2f} µs" if ms < 0.1 else f"{ms * 1000:.1f} µs" if ms < 1 else f"{ms:.3f} ms"
+    return f"{ms * 1000:.2f} µs" if ms < 0.01 else f"{ms * 1000:.1f} µs" if ms < 1 else f"{ms:.3f} ms"
 
 
 def device_key(device: Mapping) -> str:

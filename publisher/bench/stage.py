@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -179,7 +179,8 @@ def _run_harness(tmp: Path, project: Project, variant: Variant, variant_dir: Pat
     out = tmp / "result.json"
     config = {"kernel_dir": str(kernel_dir), "backend": variant.backend, "project_root": str(project.root.resolve()),
               "scripts": [str(s.resolve()) for s in scripts], "warmup": options.warmup,
-              "iterations": options.iterations, "out": str(out)}
+              "iterations": options.iterations, "out": str(out),
+              "shown_as": {str(kernel_dir / variant.name): str(variant_dir.resolve())}}
     (tmp / "config.json").write_text(json.dumps(config))
     child_env = {k: v for k, v in os.environ.items() if k not in protocol.NAMES}
     child_env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
@@ -195,6 +196,8 @@ def _run_harness(tmp: Path, project: Project, variant: Variant, variant_dir: Pat
         doc = json.loads(out.read_text())
     except (OSError, ValueError):
         doc = {}
+    # the output names the variant's files by their build folder, which outlives this scratch folder
+    run = replace(run, output=run.output.replace(str(kernel_dir / variant.name), str(variant_dir.resolve())))
     return doc if isinstance(doc, dict) else {}, run
 
 
@@ -213,7 +216,7 @@ def judge(doc: dict, run: runner.RunResult, options: BenchOptions, result: Calla
         # the process ended inside a workload: that workload is the one that crashed or hung
         how = f"did not finish within {options.timeout:.0f} s (--timeout)" if run.timed_out else \
             f"ended the process ({_ending(run.returncode)})"
-        workloads.append({**current, "status": "error", "error": {"message": how, "detail": tail}})
+        workloads.append({**current, "status": "error", "error": {"message": how, "detail": _their_lines(run.output)}})
         values["workloads"] = tuple(workloads)
     if doc.get("state") == "skipped":
         return result("skipped", reason=str(doc.get("reason") or "its device is not available here"), **values)
@@ -244,6 +247,12 @@ def judge(doc: dict, run: runner.RunResult, options: BenchOptions, result: Calla
     if not workloads:
         return result("error", reason="no workload ran", **values)
     return result("ok", **values)
+
+
+def _their_lines(output: str) -> str:
+    """The end of the output of a process that died (the stack faulthandler printed), without the harness's frames."""
+    ours = tuple(f"{os.sep}harness{os.sep}{name}" for name in HARNESS_FILES)
+    return report.tail("\n".join(line for line in output.splitlines() if not any(o in line for o in ours)), lines=20)
 
 
 def _workload_name(w: dict) -> str:
