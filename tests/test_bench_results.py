@@ -94,3 +94,12 @@ def test_a_remote_jobs_file_is_merged_into_its_device(tmp_path):
     (junk := tmp_path / "junk.json").write_text(json.dumps({"hello": 1}))
     with pytest.raises(ValueError, match="not a publisher bench results file"):
         merge_returned(build, junk)
+
+
+def test_a_result_comes_back_from_its_json_report(tmp_path):
+    build = tmp_path / "build"
+    name = variant(build, "torch211-cxx11-cu130-x86_64-linux")
+    original = bench(build, name, H100, method={"clock": "CUDA events on the launching stream"}, log="/x.log",
+                     seconds=12.5)
+    again = VariantBench.from_report(name, json.loads(json.dumps(original.report())))
+    assert again == original and again.device_key == "nvidia-h100-80gb-hbm3"

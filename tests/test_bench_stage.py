@@ -253,3 +253,38 @@ def test_whether_this_machine_has_a_variants_accelerator_is_read_from_the_system
     assert missing("rocm", "aarch64-darwin") == "needs ROCm, which aarch64-darwin does not have"
     assert missing("metal", "aarch64-darwin") is None  # every Apple silicon Mac has one
     assert missing("cpu", "x86_64-linux") is None and missing("universal", "x86_64-linux") is None
+
+
+@pytest.mark.slow  # end-to-end: builds the example kernel (C++), benchmarks it, renders its card
+def test_the_example_kernel_is_benchmarked_against_f_rms_norm_and_its_card_shows_it(hub_env, tmp_path):
+    import shutil
+    from pathlib import Path
+
+    root = tmp_path / "rmsnorm"
+    example = Path(__file__).resolve().parent.parent / "kernel_projects" / "rmsnorm"
+    shutil.copytree(example, root, ignore=shutil.ignore_patterns("build", "__pycache__"))
+    matrix = Path(__file__).resolve().parent.parent / "matrices" / "cpu-2.13.yaml"
+    built = run_cli("build", str(root), "--local", "--matrix", str(matrix), "--no-hub-cache", "--json", timeout=1200)
+    assert built.returncode == 0, built.output
+    result = _bench(root, "--matrix", str(matrix), "--json")
+    assert result.returncode == 0, result.output
+    report = json.loads(result.stdout)
+    ((name, entry),) = report["variants"].items()
+    assert entry["status"] == "ok" and entry["device"]["kind"] == "cpu", entry
+    workloads = {f"{w['benchmark']}.{w['workload']}": w for w in entry["workloads"]}
+    assert sorted(workloads) == ["FusedAddRMSNormBenchmark.bf16_4096x4096", "RMSNormBenchmark.bf16_4096x4096",
+                                 "RMSNormBenchmark.bf16_8x4096", "RMSNormBenchmark.fp32_4096x4096"]
+    for w in workloads.values():
+        assert w["status"] == "verified" and "F.rms_norm(" in w["reference_source"], w
+        assert w["kernel"]["median_ms"] > 0 and w["reference"]["median_ms"] > 0 and w["speedup"] > 0
+    (svg,) = report["plots"]
+    assert Path(svg).read_text().startswith("<svg ")
+
+    # the card (a dry run writes it) shows them where the project's CARD.md says
+    pushed = run_cli("push", "bench-org/rmsnorm", str(root), "--dry-run", "--allow-untested", "--partial",
+                     "--matrix", str(matrix))
+    assert pushed.returncode == 0, pushed.output
+    card = (root / "build" / ".publisher" / "README.md").read_text()
+    assert "### Against `F.rms_norm`, on each device this release was measured on" in card
+    assert f"| `{name}` | `RMSNormBenchmark.bf16_4096x4096` |" in card
+    assert f"(media/benchmark-{entry['device_key']}.svg)" in card

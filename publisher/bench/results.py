@@ -18,7 +18,7 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from publisher import state
@@ -77,8 +77,18 @@ class VariantBench:
                 "workloads": list(self.workloads), "problems": list(self.problems)}
 
     def report(self) -> dict:
-        """The --json view: the entry, with where it was filed and the log."""
-        return {**self.entry(), "device_key": self.device_key, "log": self.log, "output_tail": self.output_tail}
+        """The --json view: the entry with the whole device, where it was filed, and the log."""
+        return {**self.entry(), "device": self.device, "device_key": self.device_key, "log": self.log,
+                "output_tail": self.output_tail}
+
+    @classmethod
+    def from_report(cls, variant: str, report: Mapping) -> VariantBench:
+        """Back from the --json view (`publisher bench --json` run elsewhere, e.g. in a remote job)."""
+        known = {f.name for f in fields(cls)} - {"variant"}
+        values = {k: v for k, v in report.items() if k in known}
+        values["workloads"] = tuple(values.get("workloads") or ())
+        values["problems"] = tuple(values.get("problems") or ())
+        return cls(variant=variant, **values)
 
 
 def bench_dir(build_dir: Path) -> Path:
