@@ -355,6 +355,8 @@ def run(config: dict) -> int:
         try:
             classes = discover(script, root, Benchmark)
         except BaseException as err:  # noqa: BLE001 - a script that exits or raises on import
+            if isinstance(err, KeyboardInterrupt):
+                raise
             recorder.problem(rel, f"does not import: {one_line(err)}", their_traceback(err))
             continue
         if not classes:

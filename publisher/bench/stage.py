@@ -73,6 +73,8 @@ def run_benchmarks(project: Project, build_dir: Path, *, include: Sequence[str] 
     if not names:
         raise UsageError(f"{build_dir}: no built variants", f"run `publisher build {project.root}` first")
     selected = select_variants(names, include, skip)
+    if not selected:
+        raise UsageError("--skip leaves no built variant to benchmark", f"built variants: {', '.join(names)}")
     test_depends = declared_test_depends(project.root)
 
     @lru_cache(maxsize=1)
@@ -96,7 +98,7 @@ def run_benchmarks(project: Project, build_dir: Path, *, include: Sequence[str] 
             "run `publisher bench` where the variants' hardware is (a GPU machine for CUDA variants), "
             "or build a variant for this machine's torch (`publisher build --local`)")
     files = tuple(dict.fromkeys(p for p in (record(build_dir, r) for r in results) if p is not None))
-    plots = tuple(_plot(build_dir, path, results) for path in files)
+    plots = tuple(_plot(build_dir, path, names) for path in files)
     return BenchRun(tuple(results), files, plots)
 
 
@@ -108,9 +110,9 @@ def run_project_benchmarks(options: BenchCommandOptions, on_progress: Sink = lam
                           on_progress=on_progress, on_output=on_output)
 
 
-def _plot(build_dir: Path, results_file: Path, results: Sequence[VariantBench]) -> Path:
-    """The device's plot beside its results file (the variants as built now)."""
-    variants = {r.variant: Path(build_dir) / r.variant for r in results}
+def _plot(build_dir: Path, results_file: Path, built: Sequence[str]) -> Path:
+    """The device's plot beside its results file: every built variant's results that are not stale."""
+    variants = {name: Path(build_dir) / name for name in built}
     svg = results_file.with_suffix(".svg")
     for device in current_results(build_dir, variants):
         if device.path == results_file:
