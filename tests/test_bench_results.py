@@ -16,7 +16,7 @@ L4 = {**H100, "name": "NVIDIA L4", "capability": "8.9", "memory_gib": 22.0, "sms
 WORKLOAD = {"script": "benchmarks/benchmark.py", "benchmark": "RMSNorm", "workload": "bf16", "status": "verified",
             "kernel": {"median_ms": 0.065, "iqr_ms": 0.001, "samples": 100, "calls_per_sample": 31},
             "reference": {"median_ms": 0.101, "iqr_ms": 0.002, "samples": 100, "calls_per_sample": 20},
-            "speedup": 0.101 / 0.065, "copies": 4}
+            "speedup": 0.101 / 0.065, "copies": 4, "footprint_bytes": 64 << 20, "rotation_bytes": 256 << 20}
 
 
 def variant(build, name: str, meta: str = '{"version": 1}') -> str:

@@ -47,6 +47,7 @@ def test_a_rotation_takes_the_copies_in_turn_across_samples():
 @pytest.mark.parametrize("footprint, cache, free, copies", [
     (64 << 20, 50 << 20, None, 4),  # 4 x 50 MiB of L2 over 64 MiB inputs
     (1 << 10, 50 << 20, None, timing.MAX_COPIES),  # tiny inputs: as many as allowed
+    (1 << 20, 50 << 20, None, 200),  # 1 MiB inputs: 200 copies span 4 x 50 MiB
     (512 << 20, 50 << 20, None, 1),  # inputs far larger than the cache: one copy is enough
     (64 << 20, 50 << 20, 600 << 20, 2),  # a quarter of the free memory holds two copies
     (64 << 20, 50 << 20, 10 << 20, 1),  # never fewer than the one the benchmark made

@@ -80,7 +80,7 @@ def device_markdown(device: DeviceResults, plot_path: str) -> str:
                          f"{_cell(_outcome(w))} |")
             if w.get("reference_source"):
                 references[f"{w.get('benchmark')}.verify_{w.get('workload')}"] = w["reference_source"]
-        notes.append(_method(variant, entry))
+        notes.append(_method(variant, entry, int(info.get("cache_bytes") or 0)))
     lines += ["", f"![Benchmarks on {title}]({plot_path})", ""]
     lines += notes
     if references:
@@ -89,19 +89,19 @@ def device_markdown(device: DeviceResults, plot_path: str) -> str:
     return "\n".join(lines)
 
 
-def _method(variant: str, entry: dict) -> str:
+def _method(variant: str, entry: dict, cache_bytes: int) -> str:
     """How the variant's numbers were taken, in one line."""
     env, method = entry.get("device") or {}, entry.get("method") or {}
     software = ", ".join(x for x in (f"torch {env['torch']}" if env.get("torch") else "",
                                      f"CUDA {env['cuda']}" if env.get("cuda") else "",
                                      f"driver {env['driver']}" if env.get("driver") else "") if x)
     timed = [w for w in entry.get("workloads") or [] if w.get("status") in TIMED and w.get("kernel")]
-    copies = sorted({int(w.get("copies") or 1) for w in timed})
+    spans = sorted(w["rotation_bytes"] / cache_bytes for w in timed if w.get("rotation_bytes") and w.get("copies", 1) > 1
+                   and cache_bytes)
     rotated = ""
-    if copies and copies[-1] > 1:
-        span = f"{copies[0]}" if copies[0] == copies[-1] else f"{copies[0]} to {copies[-1]}"
-        rotated = f", inputs rotated over {span} copies (together at least {method.get('cache_multiple', '?')}x the " \
-                  "last-level cache, or as many as memory allows)"
+    if spans:
+        span = f"{spans[0]:.1f}x" if f"{spans[0]:.1f}" == f"{spans[-1]:.1f}" else f"{spans[0]:.1f}x to {spans[-1]:.1f}x"
+        rotated = f", inputs rotated over copies spanning {span} the {cache_bytes / 2**20:.0f} MiB last-level cache"
     when = str(entry.get("time") or "")[:10]
     return (f"`{variant}` ({software or 'environment not recorded'}): median of {method.get('iterations', '?')} "
             f"samples per workload after {method.get('warmup', '?')} warm-up calls, each sample at least "

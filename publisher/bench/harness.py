@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 import traceback
 from pathlib import Path
 
@@ -264,7 +265,7 @@ def compare(torch, out, reference, workload: str) -> dict:
 def run_workload(torch, work: Workload, clock, config: dict, cache_bytes: int) -> dict:
     """Verify on one instance, then time the kernel (and the reference) over rotated copies."""
     entry: dict = {"status": "error", "kernel": None, "reference": None, "speedup": None, "verify": None,
-                   "reference_source": None, "copies": 1, "footprint_bytes": 0, "error": None}
+                   "reference_source": None, "copies": 1, "footprint_bytes": 0, "rotation_bytes": 0, "error": None}
     first = work.instance()
     verify_name = f"verify_{work.name}"
     has_verify = callable(getattr(first, verify_name, None))
@@ -282,8 +283,11 @@ def run_workload(torch, work: Workload, clock, config: dict, cache_bytes: int) -
     footprint = work.footprint(first)
     free = torch.cuda.mem_get_info()[0] if work.device == "cuda" else timing.free_cpu_memory() \
         if work.device == "cpu" else None
-    copies = [first] + [work.instance() for _ in range(timing.copies_for(footprint, cache_bytes, free) - 1)]
-    entry.update(copies=len(copies), footprint_bytes=footprint)
+    wanted, copies = timing.copies_for(footprint, cache_bytes, free), [first]
+    started = time.perf_counter()
+    while len(copies) < wanted and time.perf_counter() - started < timing.SETUP_BUDGET_S:
+        copies.append(work.instance())
+    entry.update(copies=len(copies), footprint_bytes=footprint, rotation_bytes=footprint * len(copies))
     contenders = {"kernel": timing.Rotation([getattr(c, f"benchmark_{work.name}") for c in copies])}
     if has_verify:
         contenders["reference"] = timing.Rotation([getattr(c, verify_name) for c in copies])

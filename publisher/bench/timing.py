@@ -3,8 +3,9 @@ another from Python, never synchronised in between.
 
 - Inputs are rotated: the benchmark's setup runs on several instances (copies
   of its tensors), enough that together they span several times the device's
-  last-level cache, and consecutive calls take them in turn, so no call finds
-  its inputs left in the cache by the one before.
+  last-level cache (within a share of the free memory and a few seconds of
+  setup), and consecutive calls take them in turn, so no call finds its inputs
+  left in the cache by the one before.
 - A sample is a run of calls long enough (TARGET_MS) that the first call's
   launch latency and the clock's resolution do not matter; its time per call
   is the sample's time divided by its calls. On CUDA (and ROCm) the clock is a
@@ -29,8 +30,9 @@ from collections.abc import Callable, Sequence
 TARGET_MS = 2.0  # length of one sample
 MAX_CALLS_PER_SAMPLE = 100_000
 CACHE_MULTIPLE = 4  # the rotated copies together span this many last-level caches
-MAX_COPIES = 32
+MAX_COPIES = 1024
 MEMORY_SHARE = 0.25  # the copies take at most this share of the device's free memory
+SETUP_BUDGET_S = 5.0  # no more copies are set up once this long was spent on them
 
 
 class Rotation:
