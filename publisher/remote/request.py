@@ -29,13 +29,23 @@ py="$(command -v python3 || command -v python)" || { echo "publisher job: the im
 whl="$(ls "$work"/wheel/*.whl)"
 # An environment of the job's own that sees the image's packages (torch): publisher goes there, the
 # image's Python is left as it is; without the venv module, the image's Python itself.
+# The image's site folders go on the new environment's path after its own (a .pth file): they reach
+# it even when the image's Python is itself a venv, whose packages --system-site-packages misses.
 if "$py" -m venv --system-site-packages "$work/env" >/dev/null 2>&1 && [ -x "$work/env/bin/python" ]; then
+  outer="$("$py" -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))')"
+  inner="$("$work/env/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  printf '%s\n' "$outer" > "$inner/publisher-job-image.pth"
   py="$work/env/bin/python"
 fi
 echo "publisher job: installing $(basename "$whl") with $("$py" --version 2>&1) ($py)"
 pip=("$py" -m pip install --quiet --disable-pip-version-check --no-warn-script-location)
-# its dependencies first (a no-op where the image has them), then exactly this publisher over any other
-"${pip[@]}" "$whl" && "${pip[@]}" --force-reinstall --no-deps "$whl" \
+# its dependencies first (a no-op where the image has them), then exactly this publisher over any other;
+# an image that has the dependencies but no index to check them against still works
+if ! "${pip[@]}" "$whl" >"$work/pip.log" 2>&1; then
+  tail -n 5 "$work/pip.log"
+  echo "publisher job: pip could not install publisher's dependencies; trying with the image's own"
+fi
+"${pip[@]}" --force-reinstall --no-deps "$whl" && "$py" -c "import publisher.cli, kernels, pytest" \
   || { echo "publisher job: pip could not install publisher (and its dependencies) in this image"; exit 3; }
 exec "$py" -m publisher.remote.job "$work" "${PUBLISHER_REQUEST:?}"
 """
