@@ -9,6 +9,7 @@ import secrets
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from publisher.errors import UsageError
 from publisher.project.model import BACKENDS
@@ -212,6 +213,11 @@ class ReleaseOptions:
     private: bool = False
     dry_run: bool = False
     hub_cache: bool = True
+    test_on: Any = None  # publisher.remote.stage.RemoteTestOptions: test there (--test-on), else here
+
+    def test(self) -> TestCommandOptions:
+        return TestCommandOptions(path=self.path, selection=self.selection, tests=self.tests,
+                                  matrix_file=self.matrix_file)
 
     def build(self) -> BuildCommandOptions:
         """The build step: the local backend, every other setting at its default."""

@@ -214,10 +214,11 @@ def test_no_token_is_a_clear_error(jobs_hub, monkeypatch):
     assert "need a token" in err.value.message and "job.write" in err.value.hint
 
 
-def test_the_cli_refuses_a_bad_place_without_a_traceback(tmp_path):
-    out = subprocess.run([str(PUBLISHER), "test", str(REPO / "kernel_projects" / "softcap"), "--on", "k8s:pod"],
+@pytest.mark.parametrize("argv", [["test", "--on"], ["release", "--repo", "o/n", "--test-on"]])
+def test_the_cli_refuses_a_bad_place_without_a_traceback(argv):
+    out = subprocess.run([str(PUBLISHER), argv[0], str(REPO / "kernel_projects" / "softcap"), *argv[1:], "k8s:pod"],
                          capture_output=True, text=True)
-    assert out.returncode == 2 and "unknown place 'k8s'" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "unknown place 'k8s'" in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
 # -- whole jobs ---------------------------------------------------------------------------
@@ -282,6 +283,15 @@ def test_variants_are_tested_in_jobs_and_the_report_says_where(tmp_path):
                               "--job-timeout", "2s"], capture_output=True, text=True, env=env, timeout=300)
         cpu = json.loads((project / "build" / ".publisher" / "test-report.json").read_text())["variants"]["torch-cpu"]
         assert out.returncode == 1 and cpu["status"] == "error" and "--job-timeout" in cpu["fix"], out.stderr
+        # release --test-on: the cpu variant tested in a job, then published to the server
+        out = subprocess.run([str(PUBLISHER), "release", str(project), "--repo", "publisher-dev/softcap", "--variant",
+                              "torch-cpu", "--partial", "--test-on", "hf-jobs:cpu-basic", "--job-timeout", "10m"],
+                             capture_output=True, text=True, env=env, timeout=600)
+        assert out.returncode == 0, out.stdout + out.stderr
+        entry = json.loads((project / "build" / ".publisher" / "test-report.json").read_text())["variants"]["torch-cpu"]
+        assert entry["status"] == "passed" and entry["runs"][0]["flavor"] == "cpu-basic"
+        assert "torch-cpu" in {f.split("/")[1] for f in api.list_repo_files("publisher-dev/softcap", repo_type="kernel",
+                                                                           revision="v1") if f.startswith("build/")}
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(30)
