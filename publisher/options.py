@@ -78,6 +78,17 @@ class MigrateOptions:
 
 
 @dataclass(frozen=True)
+class AdoptOptions:
+    path: Path
+    dry_run: bool = False  # plan and show, write nothing
+    force: bool = False  # change existing files (their originals are copied aside first)
+    name: str | None = None  # the kernel's name (default: derived from the package)
+    license: str | None = None  # default: build.toml, the LICENSE file, pyproject.toml
+    version: int | None = None  # default: build.toml, else 1
+    repo_id: str | None = None  # [general.hub] repo-id, and the repo the written tests load
+
+
+@dataclass(frozen=True)
 class TestCommandOptions:
     __test__ = False  # not a pytest test class
 
