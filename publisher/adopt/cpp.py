@@ -181,8 +181,8 @@ def statements(masked: str, start: int, end: int) -> Iterator[tuple[str, int, in
 _SPECIFIERS = {"static", "inline", "extern", "constexpr", "virtual", "explicit", "friend", "TORCH_API", "C10_EXPORT",
                "__host__", "__device__", "__forceinline__", "__inline__", "C10_API", "TORCH_CUDA_CPP_API",
                "__attribute__", "[[nodiscard]]", "[[maybe_unused]]", "noinline", "__global__", "CUDA_CALLABLE"}
-_NAMESPACE_OPEN = re.compile(r"(?:\binline\s+)?\bnamespace\s*([\w:]*)\s*\{")
-_EXTERN_OPEN = re.compile(r'\bextern\s*"\s*"\s*\{')  # extern "C" {, its literal blanked by mask()
+_NAMESPACE_OPEN = re.compile(r"(?:\binline\s+)?\bnamespace\s*([\w:]*)\s*\{$")
+_EXTERN_OPEN = re.compile(r'\bextern\s*"\s*"\s*\{$')  # extern "C" {, its literal blanked by mask()
 
 
 @dataclass(frozen=True)
@@ -210,9 +210,9 @@ def scopes(masked: str) -> list[tuple[int, int, str | None]]:
             head = masked[head_start:k + 1]
             ns = _NAMESPACE_OPEN.search(head)
             ext = _EXTERN_OPEN.search(head)
-            if ns and ns.end() == len(head):
+            if ns:
                 stack.append((k, ns.group(1) or ""))
-            elif ext and ext.end() == len(head):
+            elif ext:
                 stack.append((k, "extern"))
             else:
                 stack.append((k, None))
@@ -305,13 +305,12 @@ def _split_head(head: str) -> tuple[tuple[str, ...], str]:
                 if depth == 0:
                     break
         rest = rest[k + 1:].strip()
+    rest = re.sub(r'\bextern\s*"[^"]*"', "extern", rest)  # extern "C" (its literal blanked by mask())
     rest = re.sub(r"__attribute__\s*\(\(.*?\)\)", " ", rest)
     rest = re.sub(r"\[\[[^\]]*\]\]", " ", rest)
     words = rest.split()
     while words and (words[0] in _SPECIFIERS or words[0] == "extern"):
         specifiers.append(words.pop(0))
-    while words and words[0] in ('"C"', '" "', '""'):
-        words.pop(0)
     return tuple(specifiers), " ".join(words)
 
 

@@ -90,6 +90,16 @@ def _existing(root: Path) -> tuple[Existing, str | None]:
 
 # --- setup.py -------------------------------------------------------------------------------------
 
+def read_setup(root: Path) -> Discovery:
+    """What the project's setup.py builds, whatever else the folder holds (a build.toml of its own)."""
+    return _from_setup(Path(root), Existing())
+
+
+def read_load_calls(root: Path) -> Discovery | None:
+    """The load()/load_inline() calls of the project's Python files, or None."""
+    return _from_load_calls(Path(root), Existing())
+
+
 def _from_setup(root: Path, existing: Existing) -> Discovery:
     scratch = Path(tempfile.mkdtemp(prefix="publisher-adopt-"))
     try:

@@ -12,6 +12,11 @@ from publisher.adopt.types import CType
 from publisher.findings import Finding
 
 MARKER = "publisher adopt"  # every file adopt writes names it; guarded edits end with `#endif  // publisher adopt`
+WRITTEN = f"Written by {MARKER}"  # the first line of every file adopt writes whole
+
+
+def written_by_adopt(text: str | None) -> bool:
+    return text is not None and WRITTEN in text.split("\n", 1)[0]
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,17 @@ except ModuleNotFoundError:  # Python 3.10
 
 from publisher.adopt import binding, buildtoml, cpp, flags, naming, python, sources, tests_gen
 from publisher.adopt.discover import discover, facts
-from publisher.adopt.model import MARKER, AdoptPlan, Discovery, Extension, FileChange, Op, PythonPackage
+from publisher.adopt.model import (
+    MARKER,
+    WRITTEN,
+    AdoptPlan,
+    Discovery,
+    Extension,
+    FileChange,
+    Op,
+    PythonPackage,
+    written_by_adopt,
+)
 from publisher.codes import finding
 from publisher.errors import ProjectError
 from publisher.findings import Finding
@@ -76,7 +86,7 @@ class _Planner:
 
     def change(self, rel: str, new: str, what: str) -> None:
         old = self.read(rel)
-        author = old is not None and MARKER not in old
+        author = old is not None and not written_by_adopt(old)
         self.changes[rel] = FileChange(rel, new, old, author, what)
 
     def lookup(self, tu: str, text: str, include_dirs: Sequence[str], extra: Sequence[tuple[str, str]] = ()):
@@ -152,9 +162,7 @@ class _Planner:
     def _defs_path(self, ext_sources: Sequence[str]) -> str:
         for path in DEFS_FILES:
             text = self.read(path)
-            if path in ext_sources:
-                continue
-            if text is None or MARKER in text:
+            if written_by_adopt(text) or (text is None and path not in ext_sources):
                 return path
         raise ProjectError(f"{self.root}: {' and '.join(DEFS_FILES)} both exist and are not adopt's",
                            "move one aside: adopt writes the torch op registration there")
@@ -231,7 +239,8 @@ class _Planner:
         if read:
             self.findings += read.findings
         registration = binding.registration_block(ops, (ext.backend,))
-        self.change(cpp_path, cpp_text + f"\n// Registered by {MARKER}: the functions load_inline bound.\n"
+        self.change(cpp_path, f"// {WRITTEN} from the load_inline() call of {ext.origin}:{ext.line}\n" + cpp_text
+                    + f"\n// Registered by {MARKER}: the functions load_inline bound.\n"
                     "#include <torch/library.h>\n\n#include \"registration.h\"\n\n" + registration,
                     "the C++ source load_inline compiled, with its op kernels registered")
         for path, text in others:
@@ -283,8 +292,10 @@ class _Planner:
         src = [s for s in ext.sources if s != defs_path] if not ext.inline_sources else [p for p, _ in ext.inline_sources]
         headers = sources.project_headers(self.root, src, includes) if not ext.inline_sources else []
         kernel = python_name if count == 1 else f"{python_name}_{re.sub(r'[^0-9A-Za-z_]', '_', ext.leaf).strip('_')}"
+        macros = tuple(f"-D{d}" for d in ext.defines)  # define_macros reach every compiler, as setuptools passes them
         return buildtoml.KernelTable(kernel, ext.backend, tuple(src + [h for h in headers if h not in src]),
-                                     tuple(includes), cxx.kept, nvcc.kept, capabilities)
+                                     tuple(includes), macros + cxx.kept, (macros + nvcc.kept) if ext.backend == "cuda" else (),
+                                     capabilities)
 
     def _license_version(self) -> tuple[str, int]:
         license_, problems = naming.choose_license(self.d, self.settings.license)
@@ -373,7 +384,8 @@ class _Planner:
         else:
             init = f"{pkg_dir}/__init__.py"
             if init not in planned:
-                self.change(init, python.generated_init(python_name, modules, wrapper_names),
+                self.change(init, python.generated_init(python_name, modules, wrapper_names,
+                                                                  [e.module for e in exts]),
                             "the package: the extension's functions at the top")
                 for path, functions in modules:
                     if "." not in path:
@@ -388,7 +400,7 @@ class _Planner:
         tests = self.root / "tests"
         target = f"tests/test_{python_name}_ops.py"
         existing = [p for p in sources.walk(tests, (".py",))] if tests.is_dir() else []
-        ours = [p for p in existing if MARKER in (sources.read_text(tests / p) or "")]
+        ours = [p for p in existing if written_by_adopt(sources.read_text(tests / p))]
         if existing and set(existing) != set(ours):
             self._check_existing_tests(existing)
             return

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from publisher.adopt.model import MARKER, Op
+from publisher.adopt.model import MARKER, WRITTEN, Op
 from publisher.codes import finding
 from publisher.findings import Finding
 
@@ -147,7 +147,7 @@ def _rewrite_import(node: ast.Import, ctx: ImportContext, file: str, findings: l
         frm, leaf = _relative(ctx, inside)
         bound = alias.asname or alias.name
         if leaf == OPS_MODULE:
-            parts.append(f"from {frm}{OPS_MODULE} import ops as {bound}")
+            parts.append(f"from {frm}{OPS_MODULE} import ops" + (f" as {bound}" if bound != "ops" else ""))
         else:
             parts.append(f"from {frm} import {leaf}" + (f" as {bound}" if bound != leaf else ""))
         changed = True
@@ -164,7 +164,7 @@ def _from_import(ctx: ImportContext, inside: str, node: ast.ImportFrom) -> str |
         full = f"{inside}.{alias.name}" if inside else alias.name
         bound = alias.asname or alias.name
         if full == OPS_MODULE:
-            names.append(f"from {_dots(ctx)}{OPS_MODULE} import ops as {bound}")
+            names.append(f"from {_dots(ctx)}{OPS_MODULE} import ops" + (f" as {bound}" if bound != "ops" else ""))
             special = True
         else:
             frm = _dots(ctx) + inside
@@ -181,7 +181,8 @@ def _ops_module_import(node: ast.ImportFrom) -> str | None:
     parts = []
     for alias in node.names:
         if alias.name == OPS_MODULE:
-            parts.append(f"from {dots}{OPS_MODULE} import ops as {alias.asname or OPS_MODULE}")
+            bound = alias.asname or OPS_MODULE
+            parts.append(f"from {dots}{OPS_MODULE} import ops" + (f" as {bound}" if bound != "ops" else ""))
         else:
             parts.append(f"from {dots} import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
     return "; ".join(parts)
@@ -234,7 +235,7 @@ def _fixed_namespace(node: ast.Call, file: str) -> list[Finding]:
 def alias_module(module: str, ops: Sequence[Op], depth: int, functions: Sequence[str] | None = None) -> str:
     """The module that replaces the extension module `module`: its functions, as the ops."""
     wanted = [op for op in ops if functions is None or op.name in functions]
-    lines = [f'"""The extension module `{module}`, ported by {MARKER}: each function it bound is now a torch op',
+    lines = [f'"""{WRITTEN}: the extension module `{module}`, each function it bound now a torch op',
              'registered by the build (torch-ext/ holds the schemas), called as before."""', "",
              f"from {'.' * (depth + 1)}{OPS_MODULE} import ops", ""]
     for op in wanted:
@@ -243,21 +244,29 @@ def alias_module(module: str, ops: Sequence[Op], depth: int, functions: Sequence
     return "\n".join(lines)
 
 
-def generated_init(name: str, modules: Sequence[tuple[str, Sequence[str]]], carried: Sequence[str]) -> str:
-    """A package __init__ for a project that had none: the extension modules' functions at the top,
-    and the project's carried modules as attributes. `modules`: (module path inside the package, function names)."""
-    lines = [f'"""{name}: written by {MARKER}. The functions of the former extension module(s) '
-             f"{', '.join(f'`{m}`' for m, _ in modules)}",
-             'are torch ops here; the project\'s own modules are carried alongside."""', ""]
+def generated_init(name: str, modules: Sequence[tuple[str, Sequence[str]]], carried: Sequence[str],
+                   labels: Sequence[str]) -> str:
+    """A package __init__ for a project that had none: the extension modules' functions at the top, and the
+    project's carried modules as attributes, imported when first used (their import-time work, seeding or
+    printing, does not run when the kernel loads). `modules`: (module path inside the package, function names)."""
+    lines = [f'"""{WRITTEN}: the package `{name}`. The functions of the former extension module(s)',
+             f"{', '.join(f'`{m}`' for m in labels)} are torch ops here; the project's own modules are carried",
+             'alongside."""', ""]
     exported: list[str] = []
-    for module in sorted(carried):
-        lines.append(f"from . import {module}")
-        exported.append(module)
+    if carried:
+        lines += ["import importlib", ""]
     for inside, functions in modules:
         if functions:
             lines.append(f"from .{inside} import {', '.join(sorted(functions))}")
             exported += list(functions)
+    exported += list(carried)
     lines += ["", "__all__ = [" + ", ".join(f'"{n}"' for n in sorted(set(exported))) + "]", ""]
+    if carried:
+        lines += ["_CARRIED = (" + "".join(f'"{m}", ' for m in sorted(carried)) + ")", "", "",
+                  "def __getattr__(name):",
+                  "    if name in _CARRIED:",
+                  '        return importlib.import_module(f"{__name__}.{name}")',
+                  '    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")', ""]
     return "\n".join(lines)
 
 

@@ -75,10 +75,27 @@ def setup(**kwargs):
     }
 
 
-def _refuse(what):
+def _shown(args):
+    return " ".join(str(a) for a in (args[0] if args and isinstance(args[0], (list, tuple)) else args[:1]))[:200]
+
+
+def _refuse(what, answer="raise"):
+    """A refused call fails the way that call fails: a command that exits 1 (os.system, subprocess.run,
+    call), CalledProcessError (check_call, check_output, run(check=True)), OSError (Popen, a connection)."""
     def refused(*args, **kwargs):
-        shown = " ".join(str(a) for a in (args[0] if args and isinstance(args[0], (list, tuple)) else args[:1]))
-        records["blocked"].append(f"{what}: {shown[:200]}")
+        records["blocked"].append(f"{what}: {_shown(args)}")
+        command = args[0] if args else kwargs.get("args")
+        if answer == "status":
+            return 1
+        if answer == "run" and not kwargs.get("check"):
+            empty = "" if kwargs.get("text") or kwargs.get("universal_newlines") or kwargs.get("encoding") else b""
+            return subprocess.CompletedProcess(command, 1, empty, empty)
+        if answer in ("run", "check"):
+            raise subprocess.CalledProcessError(1, command)
+        if answer == "output":
+            return ""
+        if answer == "statusoutput":
+            return 1, ""
         raise OSError(f"refused by publisher adopt (it only reads setup.py): {what}")
     return refused
 
@@ -114,9 +131,11 @@ def _install_recorders():
     cpp_extension.CUDAExtension = _extension("cuda")
     cpp_extension.CppExtension = _extension("cpp")
     cpp_extension.BuildExtension = BuildExtension
-    for name in ("run", "call", "check_call", "check_output", "Popen", "getoutput", "getstatusoutput"):
-        setattr(subprocess, name, _refuse(f"subprocess.{name}"))
-    os.system = _refuse("os.system")
+    answers = {"run": "run", "call": "status", "check_call": "check", "check_output": "check", "Popen": "raise",
+               "getoutput": "output", "getstatusoutput": "statusoutput"}
+    for name, answer in answers.items():
+        setattr(subprocess, name, _refuse(f"subprocess.{name}", answer))
+    os.system = _refuse("os.system", "status")
     os.popen = _refuse("os.popen")
     socket.socket.connect = _refuse("a network connection")
     socket.create_connection = _refuse("a network connection")

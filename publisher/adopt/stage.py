@@ -42,7 +42,7 @@ def run_adopt(options: AdoptOptions) -> AdoptResult:
     plan = make_plan(options.path, settings)
     findings = list(plan.findings)
     blocked = plan.needs_force
-    if blocked and not options.force:
+    if blocked and not options.force and not options.dry_run:
         findings.append(finding(
             "PA161", f"{len(blocked)} existing file(s) would change: " + ", ".join(c.path for c in blocked),
             file=str(options.path),

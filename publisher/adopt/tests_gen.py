@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from publisher.adopt.model import MARKER, Op, OpArg
+from publisher.adopt.model import WRITTEN, Op, OpArg
 
 _GUESS = {"float": "0.5", "int": "4", "bool": "False", "str": '"default"', "Scalar": "1.0",
           "ScalarType": "torch.float32", "Device": "DEVICE", "int[]": "[1]", "float[]": "[0.5]", "bool[]": "[False]"}
@@ -51,7 +51,7 @@ def test_file(*, repo_id: str, version: int, device: str, paths: dict[str, str],
               ops: Sequence[Op], references: dict[str, str]) -> str:
     """`paths`: op -> the attribute path from the loaded kernel to where users call it (`""`, `"_C"`, `"_ops.ops"`)."""
     lines = [
-        f'"""Written by {MARKER}: the ops of the former extension module `{module_label}`, loaded the way',
+        f'"""{WRITTEN}: the ops of the former extension module `{module_label}`, loaded the way',
         "users load the kernel. INPUTS are guesses from each op's C++ signature (every tensor 8x64",
         "float32): give them the shapes and dtypes your kernels expect -- a test fails until they fit.",
         'REFERENCES compare an op with the project\'s Python implementation where adopt found one."""',
