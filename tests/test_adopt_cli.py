@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_helper import run_cli
 from adopt_fixtures import write_hands_project, write_layout_project, write_load_project, write_setup_project
+from cli_helper import run_cli
 
 
 def _files(root: Path) -> dict[str, bytes]:

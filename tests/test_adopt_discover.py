@@ -13,8 +13,7 @@ from publisher.adopt import discover as discover_module
 from publisher.adopt.discover import discover
 from publisher.errors import ProjectError, UsageError
 
-from adopt_fixtures import (write, write_dynamic_project, write_layout_project, write_load_project,
-                            write_setup_project)
+from adopt_fixtures import write, write_dynamic_project, write_layout_project, write_load_project, write_setup_project
 
 
 def _listing(root: Path) -> dict[str, bytes]:
