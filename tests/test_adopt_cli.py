@@ -4,6 +4,7 @@ nothing, a result `publisher check` accepts, JSON for scripts and agents."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -52,6 +53,9 @@ def test_force_writes_the_port_keeps_the_originals_and_check_accepts_it(tmp_path
     for new in ("build.toml", "torch-ext/torch_binding.cpp", "torch-ext/mini_ops/__init__.py",
                 "torch-ext/mini_ops/helpers.py", "torch-ext/mini_ops/_C.py", "tests/test_mini_ops_ops.py"):
         assert new in after
+    for rel in after:
+        if rel.endswith(".py") and rel.startswith(("torch-ext/", "tests/")):
+            ast.parse(after[rel])  # everything adopt writes in Python is Python
     checked = run_cli("check", str(root))
     assert checked.returncode == 0, checked.output
     assert "mini-ops v1: folder OK" in checked.stdout

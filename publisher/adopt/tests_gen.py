@@ -76,7 +76,7 @@ def test_file(*, repo_id: str, version: int, device: str, paths: dict[str, str],
         "SCHEMAS = {",
     ]
     for op in ops:
-        lines.append(f'    "{op.name}": "{op.schema()}",')
+        lines.append(f'    "{op.name}": {op.schema()!r},')
     lines += ["}", "", "RETURNS = {"]
     for op in ops:
         lines.append(f'    "{op.name}": {_returns(op)},')
