@@ -18,7 +18,7 @@ their arguments are compared on those).
 
 inputs.py (one per project) defines INPUTS = {op: lambda device: (args...)}, and optionally
 NAMES = {op: name in the original module}, TOLERANCE = {op: (rtol, atol)}, MODULE = the original
-module's import name (default: what adopt finds).
+module's import name (default: what adopt finds), DEVICE = "cpu" for a CPU extension.
 """
 
 from __future__ import annotations
@@ -124,6 +124,7 @@ def _install_wheels(carry: Path) -> Path | None:
 
 def _compare_project(project: Path, work: Path, device: str, site, out: Path | None) -> list[dict]:
     inputs = _load_inputs(project / "inputs.py")
+    device = getattr(inputs, "DEVICE", device)
     shutil.rmtree(work, ignore_errors=True)
     original = work / "original"
     adopted = work / "adopted"

@@ -79,3 +79,11 @@ def test_a_generated_package_imports_carried_modules_only_when_used():
     exec(code, namespace)
     assert "lltm" not in namespace and namespace["__getattr__"] and '"lltm"' in text
     assert namespace["__all__"] == ["backward", "forward", "lltm"]
+
+
+def test_an_extension_imported_only_under_a_condition_is_not_imported_on_every_load():
+    from publisher.adopt.python import imports_module
+
+    conditional = "import torch\nif torch.cuda.is_available():\n    from .fused_ssim_cuda import fusedssim\n"
+    assert not imports_module(conditional, "fused_ssim_cuda")  # adopt then imports it at the end of __init__
+    assert imports_module("from . import _C\n", "_C") and imports_module("from .sub._C import f\n", "sub._C")

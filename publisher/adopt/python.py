@@ -271,11 +271,20 @@ def generated_init(name: str, modules: Sequence[tuple[str, Sequence[str]]], carr
 
 
 def imports_module(text: str, inside: str) -> bool:
-    """Whether a (rewritten) package __init__ already imports the module `inside` (relative)."""
-    leaf = inside.rpartition(".")[2]
-    pattern = rf"^\s*from\s+\.{re.escape(inside.rpartition('.')[0])}\s+import\s+.*\b{re.escape(leaf)}\b" \
-              rf"|^\s*from\s+\.{re.escape(inside)}\s+import\b"
-    return re.search(pattern, text, re.M) is not None
+    """Whether a (rewritten) package __init__ imports the module `inside` (relative) whenever it is imported:
+    at module level, not under an `if` (fused-ssim imports its extension only when CUDA is there, and a
+    kernel must register its ops on import wherever it loads)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    parent, _, leaf = inside.rpartition(".")
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            module = node.module or ""
+            if module == inside or (module == parent and any(a.name == leaf for a in node.names)):
+                return True
+    return False
 
 
 def _one_line(text: str) -> str:
