@@ -55,7 +55,7 @@ def prepare(args) -> int:
             return 2
         dest = carry / "projects" / name
         shutil.rmtree(dest, ignore_errors=True)
-        ignore = shutil.ignore_patterns(".git", "build", "__pycache__", "*.so", "*.egg-info", "dist")
+        ignore = shutil.ignore_patterns(".git", "build", "__pycache__", "*.so", "*.egg-info", "dist", "*.png", "*.jpg", "*.gif", "*.mp4")
         shutil.copytree(parts[0], dest / "original", ignore=ignore)
         shutil.copytree(parts[1], dest / "adopted", ignore=ignore)
         if len(parts) > 2:
