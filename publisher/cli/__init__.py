@@ -32,6 +32,7 @@ COMMANDS = {
     "hub-server": "hub_server",
     "completions": "completions",
     "adopt": "adopt",
+    "bench": "bench",
     "skills": "skills",
 }
 

@@ -214,7 +214,7 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
             text = _front_matter(project, backends) + "\n" + text
         if missing and "## Missing variants" not in text:
             text = text.rstrip() + "\n" + "\n".join(_missing_section(missing)) + "\n"
-        return Card(text, linked_files(text, root, str(template)))
+        return _with_device_benchmarks(Card(text, linked_files(text, root, str(template))), root, variants)
 
     out = [_front_matter(project, backends), f"# {project.name}", ""]
     out += [f"A kernel for the [`kernels`](https://github.com/huggingface/kernels) library, version {version} "
@@ -243,4 +243,14 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
     if project.config.general.upstream:
         out += ["", "## Source", "", f"Adapted from {project.config.general.upstream}."]
     text = "\n".join(out).rstrip() + "\n"
-    return Card(text, linked_files(text, root, "the generated card"))
+    return _with_device_benchmarks(Card(text, linked_files(text, root, "the generated card")), root, variants)
+
+
+def _with_device_benchmarks(card: Card, root: Path, variants: list[VariantRow]) -> Card:
+    """`publisher bench` results of the variants published (bench/card.py), appended with their plots."""
+    from publisher.bench.card import section
+
+    lines, media = section(root / "build", [v.name for v in variants])
+    if not lines:
+        return card
+    return Card(card.text.rstrip() + "\n" + "\n".join(lines).rstrip() + "\n", {**card.media, **media})

@@ -36,8 +36,17 @@ def run_test(work: Path, request: JobRequest) -> dict:
 
 
 def run_bench(work: Path, request: JobRequest) -> dict:
-    from publisher.remote.bench_job import run as bench
-    return bench(work, request, _say)
+    from dataclasses import asdict
+
+    from publisher.bench.stage import BenchOptions
+    from publisher.bench.stage import run_bench as bench
+
+    project = work / "project"
+    results = bench(BenchOptions(path=project, include=request.variants, warmup=int(request.extra.get("warmup", 10)),
+                                 iterations=int(request.extra.get("iterations", 100)), timeout=request.timeout),
+                    on_progress=_say)
+    fingerprints = {r.variant: state.variant_fingerprint(project / "build" / r.variant) for r in results}
+    return {"results": [asdict(r) for r in results], "fingerprints": fingerprints}
 
 
 KINDS = {"test": run_test, "bench": run_bench}

@@ -150,3 +150,56 @@ def run_remote_tests(options: TestCommandOptions, remote: RemoteTestOptions, on_
     order = {n: i for i, n in enumerate(selected)}
     results.sort(key=lambda r: order.get(r.variant, 0))
     return TestRun(tuple(results), state.test_report_path(build_dir), options.tests.require_gpu)
+
+
+def run_remote_bench(options, remote: RemoteTestOptions, on_progress: Sink = lambda line: None) -> list:
+    """`publisher bench --on PLACE:TARGETS`: the selected variants of each target's backend are benchmarked
+    in one job per (target, image); each job's results are recorded per device, as a local run records them."""
+    from publisher.bench.stage import VariantBench, record, scripts_of
+
+    project = require_project(options.path)
+    build_dir = Path(options.path) / "build"
+    if not scripts_of(project.root):
+        raise UsageError(f"{project.root / 'benchmarks'}: no benchmark*.py scripts",
+                         "add benchmarks/benchmark.py with kernels.benchmark.Benchmark classes")
+    names = built_variants(build_dir)
+    if not names:
+        raise UsageError(f"{build_dir}: no built variants", f"run `publisher build {project.root}` first")
+    selected = select_variants(names, options.include, options.skip)
+    runner = places.load_module(remote.place).make_runner(remote.place.targets, remote.remote)
+    targets = runner.targets(sorted({Variant.parse(n).backend for n in selected}))
+    make_request = lambda variants: JobRequest(  # noqa: E731
+        kind="bench", variants=variants, timeout=options.timeout,
+        extra={"warmup": options.warmup, "iterations": options.iterations})
+    plans, unplaced = plan_jobs(selected, targets, make_request, remote.remote.image)
+    results = [VariantBench(n, "skipped", f"not sent to {remote.place}: {why}") for n, why in unplaced.items()]
+    if not plans:
+        on_progress(f"no selected variant runs on {remote.place}")
+        return results
+    on_progress(f"benchmarking on {runner.place_name}: {len(plans)} job(s)")
+    for line in estimate(plans, remote.remote.job_timeout):
+        on_progress(line)
+    with tempfile.TemporaryDirectory(prefix="publisher-run-") as tmp:
+        variants = sorted({v for p in plans for v in p.request.variants})
+        folder = make_run_folder(Path(tmp) / "run", project.root, build_dir, variants,
+                                 {p.key: p.request for p in plans})
+        outcomes = runner.run(plans, folder, _Lines(on_progress))
+    for outcome in outcomes:
+        payload = outcome.payload or {}
+        sent = {r["variant"]: r for r in payload.get("results") or []} if payload.get("ok") else {}
+        for name in outcome.plan.request.variants:
+            local = state.variant_fingerprint(build_dir / name)
+            data = sent.get(name)
+            if data is None:
+                why = payload.get("error") or f"job {outcome.job_id} ended {outcome.stage} {outcome.message}".strip()
+                results.append(VariantBench(name, "error", f"{outcome.plan.target.name}: no result: {why}"))
+            elif (payload.get("fingerprints") or {}).get(name) != local:
+                results.append(VariantBench(name, "error", f"job {outcome.job_id} benchmarked a different build"))
+            else:
+                result = VariantBench(**data)
+                result.device = dict(result.device, place=remote.place.info.key, flavor=outcome.plan.target.name,
+                                     job=outcome.job_id)
+                results.append(result)
+                if result.status == "measured":
+                    record(build_dir, result, local)
+    return results
