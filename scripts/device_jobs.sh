@@ -3,7 +3,8 @@
 # hf-jobs:FLAVOUR` on real hardware. `publisher hub-server` answers the Jobs API with the process
 # executor (the job runs on this machine, its GPU visible), the example rmsnorm is built here for the
 # machine's torch (matrix $MATRIX), then tested: its cpu variant here with the GPU hidden, its CUDA
-# variant in a job on flavour h200 (the H100 stands in); the card lines the report gives are printed.
+# variant in a job on flavour h200 (the H100 stands in); the card lines the report gives are printed;
+# then `publisher bench` of the CUDA variant here and in a job, and the card section of both.
 # Carry .whl (publisher's dependencies as wheels) and $MATRIX.
 set -euo pipefail
 MATRIX=${MATRIX:-.device-carry/gpu-box.yaml}
@@ -33,4 +34,19 @@ import json, sys
 from publisher.push.card import describe_test
 for name, entry in json.load(open(sys.argv[1]))["variants"].items():
     print(f"{name}: {describe_test(entry)}")
+PY
+# publisher bench: here (this GPU), then in a job on the same flavour; both results go to the card
+for where in "" "--on hf-jobs:h200"; do
+  echo "== publisher bench $where"
+  time publisher bench "$work/rmsnorm" --variant '*cu130*' $where 2>&1 | grep -v "Requirement already\|Retrying\|^\[h200\]     " | tee -a "$OUT/bench.log"
+done
+cp -r "$work/rmsnorm/build/.publisher/bench" "$OUT/bench" || true
+python3 - "$work/rmsnorm" <<'PY' | tee "$OUT/card-bench.md"
+import sys
+from pathlib import Path
+from publisher.bench.card import section
+import glob
+root = Path(sys.argv[1])
+variants = [Path(p).name for p in glob.glob(str(root / "build" / "torch*"))]
+print("\n".join(section(root / "build", variants)[0]))
 PY
