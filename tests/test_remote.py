@@ -283,6 +283,27 @@ def test_variants_are_tested_in_jobs_and_the_report_says_where(tmp_path):
                               "--job-timeout", "2s"], capture_output=True, text=True, env=env, timeout=300)
         cpu = json.loads((project / "build" / ".publisher" / "test-report.json").read_text())["variants"]["torch-cpu"]
         assert out.returncode == 1 and cpu["status"] == "error" and "--job-timeout" in cpu["fix"], out.stderr
+        # Ctrl-C while a job runs: the job is cancelled, nothing stays staged, the command says so
+        (project / "tests" / "test_zz_slow.py").write_text(
+            "import time\n\nimport pytest\n\n\n@pytest.mark.kernels_ci\ndef test_slow():\n    time.sleep(300)\n")
+        running = subprocess.Popen([str(PUBLISHER), "test", str(project), "--on", "hf-jobs:cpu-basic", "--variant",
+                                    "torch-cpu"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        deadline = time.monotonic() + 240
+        job = None
+        while time.monotonic() < deadline and job is None:
+            time.sleep(1)
+            job = next((j for j in api.list_jobs(namespace="publisher-dev") if j.id not in jobs
+                        and j.status.stage == "RUNNING"), None)
+        assert job is not None, "the job never ran"
+        time.sleep(3)
+        running.send_signal(2)
+        said, _ = running.communicate(timeout=120)
+        assert running.returncode == 130, said
+        assert f"interrupted: cancelled job {job.id} (cpu-basic)" in said, said
+        assert api.inspect_job(job_id=job.id, namespace="publisher-dev").status.stage == "CANCELED"
+        assert not [f for f in api.list_repo_files("publisher-dev/publisher-staging", repo_type="model")
+                    if f.startswith("runs/")]
+        (project / "tests" / "test_zz_slow.py").unlink()
         # release --test-on: the cpu variant tested in a job, then published to the server
         out = subprocess.run([str(PUBLISHER), "release", str(project), "--repo", "publisher-dev/softcap", "--variant",
                               "torch-cpu", "--partial", "--test-on", "hf-jobs:cpu-basic", "--job-timeout", "10m"],
