@@ -151,3 +151,23 @@ def test_bad_input_is_a_clear_error_without_a_traceback(tmp_path):
     assert broken.returncode == 1 and json.loads(broken.stdout)["ok"] is False
     for result in (missing, named, repo, broken):
         assert "Traceback" not in result.output
+
+
+def test_architectures_a_setup_py_picks_when_it_runs_are_not_pinned(tmp_path):
+    """fused-ssim's shape: the GPU's own arch when one is found, else a fallback list (without sm_90).
+    Recorded under recorders that find no GPU, that list would build a kernel an H100 cannot run."""
+    from adopt_fixtures import DYNAMIC_CPP, DYNAMIC_CU, write
+
+    setup = (
+        "import torch\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension, BuildExtension\n"
+        "args = {'cxx': ['-O3'], 'nvcc': ['-O3']}\n"
+        "try:\n    major, minor = torch.cuda.get_device_capability(0)\n    args['nvcc'].append(f'-arch=sm_{major}{minor}')\n"
+        "except Exception:\n    args['nvcc'] += ['-gencode=arch=compute_75,code=sm_75', '-gencode=arch=compute_89,code=sm_89']\n"
+        "ext = [CUDAExtension('dyn_ext', ['dyn.cpp', 'dyn_kernel.cu'], extra_compile_args=args)] "
+        "if torch.cuda.is_available() else []\n"
+        "setup(name='dyn-ext', ext_modules=ext, cmdclass={'build_ext': BuildExtension})\n")
+    root = write(tmp_path / "dyn", {"setup.py": setup, "dyn.cpp": DYNAMIC_CPP, "dyn_kernel.cu": DYNAMIC_CU})
+    done = run_cli("adopt", str(root), "--force", "--license", "apache-2.0")
+    assert done.returncode == 0, done.output
+    assert "PA143" in done.output and "7.5, 8.9" in done.output
+    assert "cuda-capabilities" not in (root / "build.toml").read_text()

@@ -289,6 +289,16 @@ class _Planner:
                                          "capabilities; left out", file=ext.origin))
         capabilities = flags.merge_capabilities([*nvcc.archs, *(a for a in arch_list if a not in unknown)]) \
             if ext.backend == "cuda" else ()
+        if capabilities and self.d.how == "executed":
+            # The script chose them when it ran, under recorders that answer for a GPU they do not have
+            # (fused-ssim: the detected GPU's arch, else a fallback list without sm_90): what it picks on one
+            # machine is not what a Hub kernel must run on. The build's default capabilities instead.
+            self.findings.append(finding(
+                "PA143", f"`{ext.module}`: setup.py picks CUDA architectures when it runs ({', '.join(capabilities)} "
+                "here, where no GPU answered); the kernel is built for the toolkit's default capabilities instead",
+                file=ext.origin, line=ext.line,
+                hint="to narrow them, set cuda-capabilities in the kernel's table of build.toml"))
+            capabilities = ()
         src = [s for s in ext.sources if s != defs_path] if not ext.inline_sources else [p for p, _ in ext.inline_sources]
         headers = sources.project_headers(self.root, src, includes) if not ext.inline_sources else []
         kernel = python_name if count == 1 else f"{python_name}_{re.sub(r'[^0-9A-Za-z_]', '_', ext.leaf).strip('_')}"
