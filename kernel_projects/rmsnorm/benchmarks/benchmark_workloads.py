@@ -6,7 +6,6 @@ ceiling, torch.compile.)"""
 
 import torch
 import torch.nn.functional as F
-
 from kernels.benchmark import Benchmark
 
 EPS = 1e-6
