@@ -316,3 +316,80 @@ def test_variants_are_tested_in_jobs_and_the_report_says_where(tmp_path):
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(30)
+
+
+# -- the Docker path: the job in a container of its image ------------------------------------------
+JOB_IMAGE = "publisher-test/job-python-torch:cpu"
+JOB_DOCKERFILE = """\
+FROM {base}
+COPY ca-bundle.crt /opt/job-setup/
+COPY wheels/ /opt/job-setup/wheels/
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 python3-venv ca-certificates \\
+    >/dev/null && rm -rf /var/lib/apt/lists/*
+# torch and publisher's dependencies, as a PyTorch image has torch and pip can fetch the rest; publisher
+# itself is not in the image: the job installs the wheel its run carries
+RUN python3 -m venv /opt/py && PIP_CERT=/opt/job-setup/ca-bundle.crt PIP_DISABLE_PIP_VERSION_CHECK=1 \\
+    /opt/py/bin/pip install -q --no-cache-dir /opt/job-setup/wheels/*.whl \\
+    && /opt/py/bin/pip uninstall -y -q kernel-publisher && rm -rf /opt/job-setup
+ENV PATH=/opt/py/bin:$PATH
+"""
+
+
+def _job_image(tmp: Path) -> str:
+    """A local stand-in for a PyTorch image (public images cannot be pulled here): Debian's Python,
+    this machine's torch wheel, publisher's dependencies."""
+    import ssl
+
+    if subprocess.run(["docker", "image", "inspect", JOB_IMAGE], capture_output=True).returncode == 0:
+        return JOB_IMAGE
+    base = os.environ.get("PUBLISHER_DOCKER_BASE_IMAGE", "publisher-base:bookworm")
+    context = tmp / "job-image"
+    (context / "wheels").mkdir(parents=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(context / "wheels"),
+                    "--extra-index-url", "https://download.pytorch.org/whl/cpu", f"torch=={torch_version()}"],
+                   check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                    str(context / "wheels"), str(REPO)], check=True, capture_output=True)
+    ca = ssl.get_default_verify_paths().cafile
+    (context / "ca-bundle.crt").write_bytes(Path(ca).read_bytes() if ca and Path(ca).is_file() else b"")
+    (context / "Dockerfile").write_text(JOB_DOCKERFILE.format(base=base))
+    built = subprocess.run(["docker", "build", "-q", "-t", JOB_IMAGE, str(context)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return JOB_IMAGE
+
+
+def torch_version() -> str:
+    import torch
+    return torch.__version__
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_variant_is_tested_in_a_container_of_the_jobs_image(tmp_path):
+    import shutil
+
+    image = _job_image(tmp_path)
+    token = "hf_" + "k" * 34
+    from publisher.hub_server.server import HubServer, ServerConfig
+
+    server = HubServer(tmp_path / "hub", ServerConfig(tokens={token: "write"}, jobs_executor="docker")).start()
+    try:
+        project = tmp_path / "softcap"
+        shutil.copytree(REPO / "kernel_projects" / "softcap", project, ignore=shutil.ignore_patterns("build"))
+        env = dict(os.environ, HF_ENDPOINT=server.url, HF_TOKEN=token, HF_HUB_DISABLE_XET="1")
+        subprocess.run([str(PUBLISHER), "build", str(project), "--local", "--variant", "torch-cpu"], check=True, env=env,
+                       capture_output=True)
+        out = subprocess.run([str(PUBLISHER), "test", str(project), "--variant", "torch-cpu", "--on",
+                              "hf-jobs:cpu-upgrade", "--image", image, "--job-timeout", "15m"],
+                             capture_output=True, text=True, env=env, timeout=1200)
+        log = out.stdout + out.stderr
+        assert out.returncode == 0, log[-6000:]
+        entry = json.loads((project / "build" / ".publisher" / "test-report.json").read_text())["variants"]["torch-cpu"]
+        assert entry["status"] == "passed" and entry["tests"]["passed"] > 0, log[-6000:]
+        assert entry["runs"][0]["flavor"] == "cpu-upgrade" and entry["runs"][0]["image"] == image
+        assert entry["device"]["torch"] == torch_version()
+        job = HfApi(endpoint=server.url, token=token).inspect_job(job_id=entry["runs"][0]["job"], namespace="publisher-dev")
+        assert job.docker_image == image and job.status.stage == "COMPLETED" and not job.secrets
+        assert token not in log
+    finally:
+        server.close()
