@@ -100,13 +100,15 @@ class Duration(click.ParamType):
             self.fail(err.message, param, ctx)
 
 
-def remote_options(prefix: str = "--on"):
+ON_HELP = ("Run on another machine: hf-jobs:FLAVOUR[,FLAVOUR...] sends the variants that need a GPU to Hugging "
+           "Face Jobs (one job per flavour), e.g. hf-jobs:l4x1,a100-large.")
+
+
+def remote_options(prefix: str = "--on", on_help: str = ON_HELP):
     """Where to send work (`--on hf-jobs:FLAVOUR,...`) and how the jobs run."""
     def wrap(f):
         for option in reversed([
-            click.option(prefix, "on", metavar="PLACE:TARGETS",
-                         help="Run on another machine: hf-jobs:FLAVOUR[,FLAVOUR...] sends the variants that need a GPU "
-                              "to Hugging Face Jobs (one job per flavour), e.g. hf-jobs:l4x1,a100-large."),
+            click.option(prefix, "on", metavar="PLACE:TARGETS", help=on_help),
             click.option("--image", help="Image of every remote job (default: PyTorch's public image for each variant's "
                                          "torch and CUDA)."),
             click.option("--job-timeout", type=Duration(), default="1h", show_default=True,

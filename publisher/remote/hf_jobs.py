@@ -14,7 +14,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from huggingface_hub import Volume
@@ -37,6 +38,15 @@ _BACKEND_OF = {"nvidia": "cuda", "amd": "rocm", "intel": "xpu"}
 JOB_WRITE_HINT = ("running Jobs needs a token with the job.write permission on the namespace: create a fine-grained "
                   "token at <endpoint>/settings/tokens with \"Start and manage Jobs\" (job.write) checked, "
                   "then `export HF_TOKEN=...` or `hf auth login`")
+
+
+@dataclass(frozen=True)
+class Staged:
+    """The run's folder in the staging repository, for what jobs send back (remote builds)."""
+
+    api: object  # HfApi
+    repo: str
+    path: str  # runs/<id>
 
 
 def make_runner(targets: Sequence[str], options: RemoteOptions) -> HfJobsRunner:
@@ -85,7 +95,7 @@ class HfJobsRunner:
         return self._namespace
 
     # -- targets -----------------------------------------------------------------
-    def targets(self, backends: Sequence[str]) -> list[Target]:
+    def targets(self, backends: Sequence[str], any_backend: bool = False) -> list[Target]:
         listing = self._call("list the Jobs hardware", lambda: self.api.list_jobs_hardware())
         known = {hw.name: hw for hw in listing}
         out = []
@@ -104,7 +114,7 @@ class HfJobsRunner:
             hourly = hw.unit_cost_usd * 60 if hw.unit_label == "minute" else (
                 hw.unit_cost_usd if hw.unit_label == "hour" else None)
             target = Target(name=name, pretty=hw.pretty_name, backend=backend, gpu=gpu, usd_per_hour=hourly)
-            if backend not in backends:
+            if not any_backend and backend not in backends:
                 raise UsageError(f"--on hf-jobs:{name}: {hw.pretty_name} has "
                                  f"{gpu or 'no GPU'}: none of the variants to test is a {backend} variant (they are "
                                  f"{', '.join(sorted(set(backends)))})",
@@ -138,13 +148,19 @@ class HfJobsRunner:
             events.note(secrets.redact(f"could not remove runs/{run_id}/ from {repo}: {type(err).__name__}; "
                                        "delete it by hand"))
 
-    def run(self, plans: Sequence[JobPlan], run_folder: Path, events: RemoteEvents) -> list[JobOutcome]:
+    def run(self, plans: Sequence[JobPlan], run_folder: Path, events: RemoteEvents, *, max_parallel: int | None = None,
+            upload: bool = False, collect: Callable[[JobOutcome, Staged], None] | None = None) -> list[JobOutcome]:
+        """`upload`: the jobs get the token as a secret (HF_TOKEN) to send results back to the staging
+        repository (builds); `collect` reads them there before the run's folder is removed."""
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         outcomes = [JobOutcome(plan) for plan in plans]
         repo, commit = self._stage(run_folder, run_id, events)
+        staged = Staged(self.api, repo, f"runs/{run_id}")
         try:
-            self._start(outcomes, repo, commit, run_id, events)
-            self._watch(outcomes, events)
+            self._run_all(outcomes, staged, commit, events, max(1, max_parallel or len(outcomes)), upload)
+            for outcome in outcomes:
+                if collect is not None:
+                    collect(outcome, staged)
         except KeyboardInterrupt:
             self._cancel(outcomes, events, "interrupted")
             raise
@@ -152,23 +168,23 @@ class HfJobsRunner:
             self._unstage(repo, run_id, events)
         return outcomes
 
-    def _start(self, outcomes: list[JobOutcome], repo: str, commit: str, run_id: str, events: RemoteEvents) -> None:
-        volume = Volume(type="model", source=repo, revision=commit, path=f"runs/{run_id}", mount_path=MOUNT)
-        for outcome in outcomes:
-            plan = outcome.plan
-            try:
-                job = self._call(f"start a job on {plan.target.name}", lambda plan=plan: self.api.run_job(
-                    image=plan.image, command=["bash", "-c", BOOTSTRAP],
-                    env={"PUBLISHER_RUN": MOUNT, "PUBLISHER_REQUEST": plan.key, "PYTHONUNBUFFERED": "1"},
-                    flavor=plan.target.name, timeout=int(self.options.job_timeout), volumes=[volume],
-                    labels={"publisher": plan.request.kind, "publisher-run": run_id}, namespace=self.namespace))
-            except BaseException:
-                self._cancel(outcomes, events, "a job could not start")
-                raise
-            outcome.job_id, outcome.url = job.id, getattr(job, "url", None)
-            outcome.stage, outcome.message = str(job.status.stage.value if hasattr(job.status.stage, "value")
-                                                 else job.status.stage), job.status.message or ""
-            events.job_stage(outcome)
+    def _start(self, outcome: JobOutcome, staged: Staged, commit: str, events: RemoteEvents, upload: bool) -> None:
+        plan = outcome.plan
+        volume = Volume(type="model", source=staged.repo, revision=commit, path=staged.path, mount_path=MOUNT)
+        labels = {"publisher": plan.request.kind, "publisher-run": staged.path.split("/")[-1]}
+        if len(plan.request.variants) == 1:
+            labels["publisher-variant"] = plan.request.variants[0]
+        job = self._call(f"start a job on {plan.target.name}", lambda: self.api.run_job(
+            image=plan.image, command=["bash", "-c", BOOTSTRAP],
+            env={"PUBLISHER_RUN": MOUNT, "PUBLISHER_REQUEST": plan.key, "PYTHONUNBUFFERED": "1",
+                 "PUBLISHER_STAGING": f"{staged.repo}:{staged.path}"},
+            secrets={"HF_TOKEN": self.client.token} if upload else None,
+            flavor=plan.target.name, timeout=int(self.options.job_timeout), volumes=[volume], labels=labels,
+            namespace=self.namespace))
+        outcome.job_id, outcome.url = job.id, getattr(job, "url", None)
+        outcome.stage = str(getattr(job.status.stage, "value", job.status.stage))
+        outcome.message = job.status.message or ""
+        events.job_stage(outcome)
 
     def _follow(self, outcome: JobOutcome, events: RemoteEvents) -> None:
         try:
@@ -180,43 +196,53 @@ class HfJobsRunner:
         except Exception:  # noqa: BLE001 - the log is read again in full once the job ends
             pass
 
-    def _watch(self, outcomes: list[JobOutcome], events: RemoteEvents) -> None:
-        followers = {}
-        for outcome in outcomes:
-            thread = threading.Thread(target=self._follow, args=(outcome, events), daemon=True)
-            thread.start()
-            followers[outcome.job_id] = thread
-        deadline = time.monotonic() + self.options.job_timeout + _GRACE
-        while any(o.stage not in TERMINAL for o in outcomes):
+    def _run_all(self, outcomes: list[JobOutcome], staged: Staged, commit: str, events: RemoteEvents,
+                 max_parallel: int, upload: bool) -> None:
+        """Start jobs while fewer than max_parallel run; follow each; finish each as it ends."""
+        pending = list(outcomes)
+        active: dict[int, tuple[JobOutcome, threading.Thread, float]] = {}
+        while pending or active:
+            while pending and len(active) < max_parallel:
+                outcome = pending.pop(0)
+                try:
+                    self._start(outcome, staged, commit, events, upload)
+                except BaseException:
+                    self._cancel(outcomes, events, "a job could not start")
+                    raise
+                follower = threading.Thread(target=self._follow, args=(outcome, events), daemon=True)
+                follower.start()
+                active[id(outcome)] = (outcome, follower, time.monotonic() + self.options.job_timeout + _GRACE)
             time.sleep(_POLL)
-            for outcome in outcomes:
-                if outcome.stage in TERMINAL:
-                    continue
+            for key, (outcome, follower, deadline) in list(active.items()):
                 try:
                     job = self.api.inspect_job(job_id=outcome.job_id, namespace=self.namespace)
                 except Exception:  # noqa: BLE001 - a missed look is retried at the next poll
-                    continue
-                stage = str(getattr(job.status.stage, "value", job.status.stage))
-                if stage != outcome.stage:
-                    outcome.stage, outcome.message = stage, job.status.message or ""
-                    if job.started_at and job.finished_at:
-                        outcome.seconds = (job.finished_at - job.started_at).total_seconds()
-                    events.job_stage(outcome)
-            if time.monotonic() > deadline:
-                self._cancel(outcomes, events, f"the jobs ran past their timeout ({self.options.job_timeout:g}s)")
-                break
-        for outcome in outcomes:
-            followers[outcome.job_id].join(_LOG_DRAIN)
-            outcome.payload = frames.decode(outcome.log)
-            if outcome.payload is None and outcome.job_id:
-                try:  # the stream may have been cut: read the whole log once more
-                    full = [secrets.redact(x.rstrip("\n")) for x in
-                            self.api.fetch_job_logs(job_id=outcome.job_id, namespace=self.namespace)]
-                    if len(full) >= len(outcome.log):
-                        outcome.log = full
-                    outcome.payload = frames.decode(outcome.log)
-                except Exception:  # noqa: BLE001 - then there is no result, and the outcome says so
-                    pass
+                    job = None
+                if job is not None:
+                    stage = str(getattr(job.status.stage, "value", job.status.stage))
+                    if stage != outcome.stage:
+                        outcome.stage, outcome.message = stage, job.status.message or ""
+                        if job.started_at and job.finished_at:
+                            outcome.seconds = (job.finished_at - job.started_at).total_seconds()
+                        events.job_stage(outcome)
+                if outcome.stage not in TERMINAL and time.monotonic() > deadline:
+                    self._cancel([outcome], events, f"the job ran past its timeout ({self.options.job_timeout:g}s)")
+                if outcome.stage in TERMINAL:
+                    del active[key]
+                    self._finish(outcome, follower)
+
+    def _finish(self, outcome: JobOutcome, follower: threading.Thread) -> None:
+        follower.join(_LOG_DRAIN)
+        outcome.payload = frames.decode(outcome.log)
+        if outcome.payload is None and outcome.job_id:
+            try:  # the stream may have been cut: read the whole log once more
+                full = [secrets.redact(x.rstrip("\n")) for x in
+                        self.api.fetch_job_logs(job_id=outcome.job_id, namespace=self.namespace)]
+                if len(full) >= len(outcome.log):
+                    outcome.log = full
+                outcome.payload = frames.decode(outcome.log)
+            except Exception:  # noqa: BLE001 - then there is no result, and the outcome says so
+                pass
 
     def _cancel(self, outcomes: list[JobOutcome], events: RemoteEvents, why: str) -> None:
         for outcome in outcomes:

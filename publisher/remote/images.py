@@ -17,9 +17,12 @@ def _cuda(compute: str) -> str | None:
     return f"{digits[:-1]}.{digits[-1]}"
 
 
-def image_for(variant_name: str) -> str | None:
-    """The public image whose torch and CUDA load this variant; None when the data knows none."""
-    table = read_yaml("job_images.yaml")
+def image_for(variant_name: str, build: bool = False) -> str | None:
+    """The public image whose torch and CUDA load this variant (build: and compile it); None when the
+    data knows none."""
+    table = dict(read_yaml("job_images.yaml"))
+    if build:
+        table["template"] = table["build_template"]
     releases = sorted(table["releases"], key=lambda r: Version(str(r["torch"])), reverse=True)
     variant = Variant.parse(variant_name)
     if variant.framework == "torch-noarch":

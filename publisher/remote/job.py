@@ -49,7 +49,35 @@ def run_bench(work: Path, request: JobRequest) -> dict:
     return {"results": [asdict(r) for r in results], "fingerprints": fingerprints}
 
 
-KINDS = {"test": run_test, "bench": run_bench}
+def run_build_job(work: Path, request: JobRequest) -> dict:
+    """Build the requested variants with the local backend, then send each built one to the staging
+    repository (PUBLISHER_STAGING, with the HF_TOKEN secret) for the caller to fetch and verify."""
+    import os
+
+    from huggingface_hub import HfApi
+
+    from publisher.builder.stage import run_build
+    from publisher.options import BuildCommandOptions, Selection
+    from publisher.ui import PlainLines
+
+    project = work / "project"
+    options = BuildCommandOptions(path=project, selection=Selection(request.variants), hub_cache=False,
+                                  matrix_file=(work / request.matrix) if request.matrix else None)
+    run = run_build(options, PlainLines(sys.stdout), note=_say)
+    repo, _, path = os.environ.get("PUBLISHER_STAGING", "").partition(":")
+    uploaded = {}
+    api = HfApi(token=os.environ.get("HF_TOKEN") or False)
+    for result in run.results:
+        if result.state in ("built", "cached", "fetched") and repo:
+            _say(f"publisher job: sending {result.variant} to the staging repository")
+            commit = api.upload_folder(repo_id=repo, repo_type="model", folder_path=str(project / "build" / result.variant),
+                                       path_in_repo=f"{path}/out/{result.variant}",
+                                       commit_message=f"publisher build of {result.variant}")
+            uploaded[result.variant] = commit.oid
+    return {"results": [r.as_dict() for r in run.results], "uploaded": uploaded}
+
+
+KINDS = {"test": run_test, "bench": run_bench, "build": run_build_job}
 
 
 def main(argv: list[str]) -> int:
