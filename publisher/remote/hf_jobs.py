@@ -177,6 +177,7 @@ class HfJobsRunner:
         job = self._call(f"start a job on {plan.target.name}", lambda: self.api.run_job(
             image=plan.image, command=["bash", "-c", BOOTSTRAP],
             env={"PUBLISHER_RUN": MOUNT, "PUBLISHER_REQUEST": plan.key, "PYTHONUNBUFFERED": "1",
+                 "HF_HUB_DISABLE_PROGRESS_BARS": "1",
                  "PUBLISHER_STAGING": f"{staged.repo}:{staged.path}"},
             secrets={"HF_TOKEN": self.client.token} if upload else None,
             flavor=plan.target.name, timeout=int(self.options.job_timeout), volumes=[volume], labels=labels,
