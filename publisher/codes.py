@@ -5,6 +5,9 @@ users search them and tests assert them; a code's severity here is its default
 PB: `check` (build.toml and layout). PB1xx the file and its shape, PB2xx
 values, PB3xx GPU architectures, PB4xx project layout, PB5xx platforms.
 PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole.
+PA: `adopt` (a torch.utils.cpp_extension project ported to kernel-builder). PA10x finding the
+extension, PA11x the pybind11 binding, PA12x the Python code, PA13x general values, PA14x flags,
+PA15x paths, PA16x what would be written.
 """
 
 from __future__ import annotations
@@ -57,6 +60,22 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PB410": (W, "pyproject.toml test dependencies cannot be read"),
     "PB501": (E, "publisher.toml invalid"),
     "PB502": (W, "architecture-specific compiler flag meets a platform it cannot compile for"),
+    # adopt
+    "PA101": (W, "extension left out (not a torch pybind11 extension, or no usable name or sources)"),
+    "PA103": (I, "setup.py was run with recorders (reading it statically was not enough)"),
+    "PA104": (W, "setup.py tried to run a program or open a connection; refused"),
+    "PA111": (E, "binding construct or type no op schema can carry (needs hands)"),
+    "PA112": (E, "bound function whose declaration adopt cannot read (missing, overloaded, template)"),
+    "PA113": (W, "detail of the binding not carried (a default value, py::arg names, an m.def argument)"),
+    "PA121": (E, "Python code adopt cannot rewrite (needs hands)"),
+    "PA122": (W, "Python op registration under a fixed namespace"),
+    "PA131": (W, "license not found"),
+    "PA132": (I, "version not given"),
+    "PA141": (W, "link argument or library not carried (build.toml has no link flags)"),
+    "PA142": (I, "compile flag not carried (the build gives its own)"),
+    "PA143": (I, "CUDA architectures chosen by setup.py at run time: the build's defaults used"),
+    "PA151": (W, "source or include folder outside the project, or missing"),
+    "PA161": (E, "existing files would change (rerun with --force)"),
     # push (the gate, per variant)
     "PP101": (E, "no valid metadata.json"),
     "PP102": (E, "files changed after the build"),

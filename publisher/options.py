@@ -9,6 +9,7 @@ import secrets
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from publisher.errors import UsageError
 from publisher.project.model import BACKENDS
@@ -74,6 +75,17 @@ class MigrateOptions:
     show_diff: bool = False  # print the change instead of writing it
     license: str | None = None  # added when the old file has none
     version: int | None = None  # added when the old file has none
+
+
+@dataclass(frozen=True)
+class AdoptOptions:
+    path: Path
+    dry_run: bool = False  # plan and show, write nothing
+    force: bool = False  # change existing files (their originals are copied aside first)
+    name: str | None = None  # the kernel's name (default: derived from the package)
+    license: str | None = None  # default: build.toml, the LICENSE file, pyproject.toml
+    version: int | None = None  # default: build.toml, else 1
+    repo_id: str | None = None  # [general.hub] repo-id, and the repo the written tests load
 
 
 @dataclass(frozen=True)
@@ -241,6 +253,11 @@ class ReleaseOptions:
     private: bool = False
     dry_run: bool = False
     hub_cache: bool = True
+    test_on: Any = None  # publisher.remote.stage.RemoteTestOptions: test there (--test-on), else here
+
+    def test(self) -> TestCommandOptions:
+        return TestCommandOptions(path=self.path, selection=self.selection, tests=self.tests,
+                                  matrix_file=self.matrix_file)
 
     def build(self) -> BuildCommandOptions:
         """The build step: the local backend, every other setting at its default."""

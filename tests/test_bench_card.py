@@ -64,6 +64,13 @@ def test_each_device_gets_a_table_and_a_plot(tmp_path):
            "cache; kernel and reference take turns." in text
 
 
+def test_results_from_a_remote_job_say_which_job(tmp_path):
+    root = _project(tmp_path)
+    _measure(root, {**H100, "place": "hf-jobs", "flavor": "h200", "job": "68f0c0ffee"})
+    section = card_section(root / "build", {NAME: root / "build" / NAME}, tmp_path / "media")
+    assert "Measured 2026-11-25 in hf-jobs job 68f0c0ffee (h200) with `publisher bench`." in section.markdown
+
+
 def test_stale_results_are_not_on_the_card(tmp_path):
     root = _project(tmp_path)
     _measure(root)

@@ -272,8 +272,8 @@ def test_the_example_kernel_is_benchmarked_against_f_rms_norm_and_its_card_shows
     ((name, entry),) = report["variants"].items()
     assert entry["status"] == "ok" and entry["device"]["kind"] == "cpu", entry
     workloads = {f"{w['benchmark']}.{w['workload']}": w for w in entry["workloads"]}
-    assert sorted(workloads) == ["FusedAddRMSNormBenchmark.bf16_4096x4096", "RMSNormBenchmark.bf16_4096x4096",
-                                 "RMSNormBenchmark.bf16_8x4096", "RMSNormBenchmark.fp32_4096x4096"]
+    assert sorted(workloads) == ["FusedAddRMSNormWorkloads.llama_bf16", "RMSNormWorkloads.decode_bf16",
+                                 "RMSNormWorkloads.float32", "RMSNormWorkloads.llama_bf16"]
     for w in workloads.values():
         assert w["status"] == "verified" and "F.rms_norm(" in w["reference_source"], w
         assert w["kernel"]["median_ms"] > 0 and w["reference"]["median_ms"] > 0 and w["speedup"] > 0
@@ -286,5 +286,5 @@ def test_the_example_kernel_is_benchmarked_against_f_rms_norm_and_its_card_shows
     assert pushed.returncode == 0, pushed.output
     card = (root / "build" / ".publisher" / "README.md").read_text()
     assert "### Against `F.rms_norm`, on each device this release was measured on" in card
-    assert f"| `{name}` | `RMSNormBenchmark.bf16_4096x4096` |" in card
+    assert f"| `{name}` | `RMSNormWorkloads.llama_bf16` |" in card
     assert f"(media/benchmark-{entry['device_key']}.svg)" in card

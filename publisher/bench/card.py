@@ -103,6 +103,8 @@ def _method(variant: str, entry: dict, cache_bytes: int) -> str:
         span = f"{spans[0]:.1f}x" if f"{spans[0]:.1f}" == f"{spans[-1]:.1f}" else f"{spans[0]:.1f}x to {spans[-1]:.1f}x"
         rotated = f", inputs rotated over copies spanning {span} the {cache_bytes / 2**20:.0f} MiB last-level cache"
     when = str(entry.get("time") or "")[:10]
+    if env.get("place"):
+        when += f" in {env['place']} job {env.get('job')} ({env.get('flavor')})"
     return (f"`{variant}` ({software or 'environment not recorded'}): median of {method.get('iterations', '?')} "
             f"samples per workload after {method.get('warmup', '?')} warm-up calls, each sample at least "
             f"{method.get('sample_ms', '?')} ms of calls launched one after another from Python, timed with "

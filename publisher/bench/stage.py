@@ -97,8 +97,13 @@ def run_benchmarks(project: Project, build_dir: Path, *, include: Sequence[str] 
             "nothing to benchmark on this machine: " + "; ".join(f"{r.variant} {r.reason}" for r in results),
             "run `publisher bench` where the variants' hardware is (a GPU machine for CUDA variants), "
             "or build a variant for this machine's torch (`publisher build --local`)")
+    return file_results(build_dir, results)
+
+
+def file_results(build_dir: Path, results: Sequence[VariantBench]) -> BenchRun:
+    """Each result filed under its device (this machine's, or a remote job's), the device's plot redrawn."""
     files = tuple(dict.fromkeys(p for p in (record(build_dir, r) for r in results) if p is not None))
-    plots = tuple(_plot(build_dir, path, names) for path in files)
+    plots = tuple(_plot(build_dir, path, built_variants(build_dir)) for path in files)
     return BenchRun(tuple(results), files, plots)
 
 

@@ -13,7 +13,8 @@ def _where(result: VariantBench) -> str:
     device = result.device
     software = ", ".join(x for x in (f"torch {device['torch']}" if device.get("torch") else "",
                                      f"CUDA {device['cuda']}" if device.get("cuda") else "") if x)
-    return f" on {device.get('name')}" + (f" ({software})" if software else "") if device.get("name") else ""
+    job = f", {device['place']} job {device.get('job')} ({device.get('flavor')})" if device.get("place") else ""
+    return f" on {device.get('name')}" + (f" ({software}{job})" if software or job else "") if device.get("name") else ""
 
 
 def _row(w: dict) -> tuple[str, ...]:

@@ -243,7 +243,7 @@ class Scheduler:
         if entry.get("state") == "unavailable" and time.time() - entry.get("at", 0) < UNAVAILABLE_TTL:
             # obtaining a toolchain can take seconds (index timeouts); do not retry on every run
             return VariantResult(planned.name, "unavailable", inputs=key, reason=entry.get("reason"), at=entry["at"])
-        if entry.get("state") not in ("built", "fetched", "cached"):
+        if entry.get("state") not in ("built", "fetched", "cached", "built-remote"):
             return None
         if not (target / METADATA).is_file() or state.variant_fingerprint(target) != entry.get("fingerprint"):
             return None

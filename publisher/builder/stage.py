@@ -34,7 +34,7 @@ class BuildRun:
     @property
     def ok(self) -> bool:
         """Every requested variant is there (a failed, cancelled or toolchain-less one fails the command)."""
-        return all(r.state in ("built", "fetched", "cached") for r in self.results)
+        return all(r.state in ("built", "fetched", "cached", "built-remote") for r in self.results)
 
 
 def run_build(options: BuildCommandOptions, progress: Progress, note: Callable[[str], None]) -> BuildRun:

@@ -32,6 +32,8 @@ COMMANDS = {
     "release": "release",
     "hub-server": "hub_server",
     "completions": "completions",
+    "adopt": "adopt",
+    "skills": "skills",
 }
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from publisher.backends import BACKENDS
-from publisher.cli.common import json_flag, matrix_option
+from publisher.cli.common import json_flag, matrix_option, remote_options
 from publisher.cli.views import build_with_progress, render_build
 from publisher.options import BackendSettings, BuildCommandOptions, Selection
 
@@ -45,9 +45,12 @@ from publisher.options import BackendSettings, BuildCommandOptions, Selection
               help="Reuse binaries from this owner's repos (or this repo) too; your own and the Hub's trusted "
                    "kernel publishers are trusted already (also publisher.toml hub-cache-trust).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL for the cache (default: HF_ENDPOINT, else huggingface.co).")
+@remote_options(on_help="Build elsewhere: hf-jobs:FLAVOUR runs one Hugging Face Job per variant on that flavour "
+                        "(e.g. hf-jobs:cpu-upgrade); each variant comes back verified into build/.")
+@click.option("--max-parallel", type=click.IntRange(min=1), help="With --on: jobs running at once (default: all).")
 def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, only_failed, force, debug, strict,
             as_json, matrix_file, out, base_image, ca_bundle, index_url, extra_index_urls, nix_bundle,
-            repo_id, no_hub_cache, trust, endpoint) -> int:
+            repo_id, no_hub_cache, trust, endpoint, on, image, job_timeout, staging_repo, max_parallel) -> int:
     """Build the variants of the kernel project at PATH."""
     options = BuildCommandOptions(
         path=path, selection=Selection(tuple(include), tuple(skip)), local=local, backend=backend_name,
@@ -57,4 +60,16 @@ def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, on
         jobs=jobs, cores=cores, fail_fast=fail_fast, only_failed=only_failed, force=force, debug=debug, strict=strict,
         matrix_file=matrix_file, out=out, repo_id=repo_id, hub_cache=not no_hub_cache,
         hub_cache_trust=tuple(trust), endpoint=endpoint)
+    if on:
+        from publisher.remote.build import run_remote_build
+        from publisher.remote.place import parse_place
+        from publisher.remote.runner import RemoteOptions
+        from publisher.remote.stage import RemoteTestOptions
+
+        if local:
+            raise click.UsageError("--local and --on exclude each other: --on builds the matrix's variants elsewhere")
+        remote = RemoteTestOptions(parse_place(on), RemoteOptions(endpoint=endpoint, job_timeout=job_timeout,
+                                                                  image=image, staging_repo=staging_repo))
+        run = run_remote_build(options, remote, max_parallel, note=lambda line: click.echo(line, err=True))
+        return render_build(run, as_json)
     return render_build(build_with_progress(options, as_json), as_json)

@@ -72,3 +72,50 @@ def echo_error_json(message: str, hint: str | None, exit_code: int, findings: Se
     if not _printed[0]:  # a report already printed (push --dry-run, then refused) says it: stdout stays one document
         error = {"message": message, "hint": hint, "exit_code": exit_code}
         echo_json({"ok": False, "error": error, **({"findings": [f.to_json() for f in findings]} if findings else {})})
+
+
+def _duration(text: str) -> float:
+    """'90', '90s', '45m', '2h' -> seconds."""
+    value = str(text).strip().lower()
+    scale = {"s": 1, "m": 60, "h": 3600, "d": 86400}.get(value[-1:], None)
+    number = value[:-1] if scale else value
+    try:
+        seconds = float(number) * (scale or 1)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a duration: write seconds, or a number with s, m, h or d (45m)") from None
+    if seconds <= 0:
+        raise click.BadParameter(f"{text!r}: a duration must be positive")
+    return seconds
+
+
+class Duration(click.ParamType):
+    name = "DURATION"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            return float(value)
+        try:
+            return _duration(value)
+        except click.BadParameter as err:
+            self.fail(err.message, param, ctx)
+
+
+ON_HELP = ("Run on another machine: hf-jobs:FLAVOUR[,FLAVOUR...] sends the variants that need a GPU to Hugging "
+           "Face Jobs (one job per flavour), e.g. hf-jobs:l4x1,a100-large.")
+
+
+def remote_options(prefix: str = "--on", on_help: str = ON_HELP):
+    """Where to send work (`--on hf-jobs:FLAVOUR,...`) and how the jobs run."""
+    def wrap(f):
+        for option in reversed([
+            click.option(prefix, "on", metavar="PLACE:TARGETS", help=on_help),
+            click.option("--image", help="Image of every remote job (default: PyTorch's public image for each variant's "
+                                         "torch and CUDA)."),
+            click.option("--job-timeout", type=Duration(), default="1h", show_default=True,
+                         help="Longest a remote job may run (setup included), e.g. 45m, 2h; it bounds the cost."),
+            click.option("--staging-repo", metavar="REPO",
+                         help="Private model repo that carries the run to the jobs (default: <user>/publisher-staging)."),
+        ]):
+            f = option(f)
+        return f
+    return wrap

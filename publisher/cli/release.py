@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from publisher.builder.stage import BuildRun
-from publisher.cli.common import matrix_option, test_options
+from publisher.cli.common import matrix_option, remote_options, test_options
 from publisher.cli.views import PushView, build_with_progress, render_build, render_check, render_push, render_test_run
 from publisher.findings import Finding, render_line
 from publisher.options import BuildCommandOptions, ReleaseOptions, Selection, TestOptions
@@ -71,14 +71,25 @@ class ReleaseView:
 @click.option("--private", is_flag=True, help="Create the repo as private (when it does not exist).")
 @click.option("--dry-run", is_flag=True, help="Stop at the push plan; change nothing on the Hub.")
 @click.option("--no-hub-cache", is_flag=True, help="Compile every variant, even one --repo holds with the same inputs.")
+@remote_options("--test-on")
 def command(path: Path, repo: str, local: bool, include, skip, allow_untested: bool, load_only, partial: bool, repo_id,
-            require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private, dry_run, no_hub_cache) -> int:
+            require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private, dry_run, no_hub_cache,
+            on, image, job_timeout, staging_repo) -> int:
     """Check, build, test and publish the kernel project in PATH."""
+    test_on = None
+    if on:
+        from publisher.remote.place import parse_place
+        from publisher.remote.runner import RemoteOptions
+        from publisher.remote.stage import RemoteTestOptions
+
+        test_on = RemoteTestOptions(parse_place(on, "--test-on"), RemoteOptions(
+            endpoint=endpoint, job_timeout=job_timeout, image=image, staging_repo=staging_repo))
     run_release(ReleaseOptions(
         path=path, repo_id=repo, selection=Selection(tuple(include), tuple(skip)), local=local,
         allow_untested=allow_untested, load_only=tuple(load_only), partial=partial,
         tests=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout, require_gpu=require_gpu,
                           all_tests=all_tests),
-        matrix_file=matrix_file, endpoint=endpoint, private=private, dry_run=dry_run, hub_cache=not no_hub_cache),
+        matrix_file=matrix_file, endpoint=endpoint, private=private, dry_run=dry_run, hub_cache=not no_hub_cache,
+        test_on=test_on),
         ReleaseView())
     return 0

@@ -91,6 +91,11 @@ def describe_test(entry: dict | None) -> str:
         calls = [c for c in entry.get("smoke") or [] if isinstance(c, dict)]
         exercised = sum(1 for c in calls if c.get("outcome") == "exercised")
         n = f" (smoke test only: {exercised} of {len(calls)} ops and functions called; the project has no tests)"
+    runs = [r for r in entry.get("runs") or [] if isinstance(r, dict)]
+    if runs and status == "passed":  # tested in remote jobs: every GPU it passed on, and where
+        gpus = ", ".join(dict.fromkeys(str(r.get("gpu") or r.get("flavor")) for r in runs if r.get("status") == "passed"))
+        jobs = ", ".join(dict.fromkeys(f"{r.get('place')} {r.get('flavor')}" for r in runs))
+        return f"{label}{n} on {gpus}" + (f" ({env}; {jobs})" if env else f" ({jobs})")
     return f"{label}{n} on {where}" + (f" ({env})" if env else "")
 
 

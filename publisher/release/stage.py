@@ -9,7 +9,7 @@ did through ReleaseEvents; the command (publisher/cli/release.py) renders."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -91,10 +91,8 @@ def judge_tests(run: TestRun, options: ReleaseOptions) -> tuple[VariantTestResul
     return tuple(r for r in run.results if decided[r.variant] is Standing.ADMITTED)
 
 
-def run_release(options: ReleaseOptions, events: ReleaseEvents,
-                test_elsewhere: Callable[[Path, TestRun], TestRun] | None = None) -> ReleaseResult:
-    """`test_elsewhere`: tests the variants this machine could not run (e.g. on Hugging Face Jobs) and
-    returns the merged run; None keeps this machine's verdicts."""
+def run_release(options: ReleaseOptions, events: ReleaseEvents) -> ReleaseResult:
+    """options.test_on: test the variants that need other hardware there (--test-on hf-jobs:...)."""
     path = options.path
     events.step("check")
     checked = run_check(CheckOptions(path=path, quiet=True, matrix_file=options.matrix_file))
@@ -118,10 +116,14 @@ def run_release(options: ReleaseOptions, events: ReleaseEvents,
         raise ProjectError("release stopped: some variants failed to build", "see the build summary above")
 
     events.step("test")
-    tested = run_tests(project, Path(path) / "build", include=options.selection.include, skip=options.selection.skip,
-                       matrix_path=options.matrix_file, options=options.tests, on_progress=events.progress)
-    if test_elsewhere is not None:
-        tested = test_elsewhere(Path(path) / "build", tested)
+    if options.test_on is not None:
+        from publisher.remote.stage import run_remote_tests
+
+        tested = run_remote_tests(options.test(), options.test_on, on_progress=events.progress)
+    else:
+        tested = run_tests(project, Path(path) / "build", include=options.selection.include,
+                           skip=options.selection.skip, matrix_path=options.matrix_file, options=options.tests,
+                           on_progress=events.progress)
     events.tested(tested)
     admitted = judge_tests(tested, options)
     if admitted:

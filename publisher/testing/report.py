@@ -143,6 +143,7 @@ class VariantTestResult:
     suite: str = ""  # what ran: project (its own tests), smoke (publisher's smoke test), load-check
     smoke: tuple[dict, ...] = ()  # the smoke test's calls (target, outcome, inputs, detail)
     warnings: tuple[str, ...] = ()  # e.g. "not torch.compile-ready" (never a failure)
+    runs: tuple[dict, ...] = ()  # tested elsewhere (remote jobs): one summary per job (flavor, gpu, job, status)
 
     def entry(self) -> dict:
         """The test-report entry (state.update_report) the push stage reads."""
@@ -161,7 +162,23 @@ class VariantTestResult:
             "reason": self.reason,
             "fix": self.fix,
             "log": self.log,
+            **({"runs": list(self.runs)} if self.runs else {}),
         }
+
+    @classmethod
+    def from_entry(cls, variant: str, entry: dict) -> VariantTestResult:
+        """The result a report entry records (e.g. one a remote job sent back)."""
+        counts = entry.get("tests") or {}
+        return cls(
+            variant=variant, status=str(entry.get("status", "error")), fingerprint=entry.get("fingerprint"),
+            on_hardware=bool(entry.get("on_hardware")), device=dict(entry.get("device") or {}),
+            tests=TestCounts(**{k: int(counts.get(k, 0)) for k in ("passed", "failed", "skipped", "errors")}),
+            seconds=float(entry.get("seconds") or 0.0), output_tail=str(entry.get("output_tail") or ""),
+            time=str(entry.get("time") or ""), reason=str(entry.get("reason") or ""), log=entry.get("log"),
+            fix=str(entry.get("fix") or ""), suite=str(entry.get("suite") or ""),
+            smoke=tuple(entry.get("smoke") or ()), warnings=tuple(entry.get("warnings") or ()),
+            runs=tuple(entry.get("runs") or ()),
+        )
 
 
 # How a status reads in tables and on the card.
@@ -189,7 +206,12 @@ def render_table(results: list[VariantTestResult]) -> str:
     rows = [("VARIANT", "RESULT", "TESTS", "ON", "TIME")]
     for r in results:
         label = STATUS_LABELS.get(r.status, r.status)
-        rows.append((r.variant, label, str(r.tests), describe_device(r.device) if r.device else "-", f"{r.seconds:.1f}s"))
+        where = describe_device(r.device) if r.device else "-"
+        if len(r.runs) > 1:
+            where = "; ".join(f"{run.get('gpu') or run.get('flavor')}: {run.get('status')}" for run in r.runs)
+        elif r.runs:
+            where += f" [{r.runs[0].get('place')} {r.runs[0].get('flavor')}]"
+        rows.append((r.variant, label, str(r.tests), where, f"{r.seconds:.1f}s"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     for r in results:

@@ -1,0 +1,568 @@
+"""What `publisher adopt` will write: every file as a change (create, update,
+unchanged) computed from the author's files as they were before adopt (its
+own guards are read through), so that a second run plans nothing new. Nothing
+here touches the disk but to read."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path, PurePosixPath
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from publisher.adopt import binding, buildtoml, cpp, flags, naming, python, sources, tests_gen
+from publisher.adopt.discover import discover, facts
+from publisher.adopt.model import (
+    MARKER,
+    WRITTEN,
+    AdoptPlan,
+    Discovery,
+    Extension,
+    FileChange,
+    Op,
+    PythonPackage,
+    written_by_adopt,
+)
+from publisher.codes import finding
+from publisher.errors import ProjectError
+from publisher.findings import Finding
+from publisher.project.abi3 import TRANSLATION_UNITS
+
+DEFS_FILES = ("torch-ext/torch_binding.cpp", "torch-ext/torch_ops.cpp")
+BACKEND_ORDER = ("cpu", "cuda", "rocm", "xpu", "metal")
+
+
+@dataclass(frozen=True)
+class AdoptSettings:
+    """The choices a user makes (flags); the rest is found in the project."""
+
+    name: str | None = None
+    license: str | None = None
+    version: int | None = None
+    repo_id: str | None = None
+
+
+def make_plan(root: Path, settings: AdoptSettings = AdoptSettings()) -> AdoptPlan:
+    discovery = discover(root)
+    planner = _Planner(discovery, settings)
+    return planner.layout() if discovery.route == "build.toml" else planner.extensions()
+
+
+@cache
+def _build_defines(backend: str) -> tuple[str, ...]:
+    """Macros every kernel-builder build defines for a backend's sources (the binding's #if see them)."""
+    macro = binding._dispatch().get(backend, {}).get("macro")
+    return tuple(m for m in ("Py_LIMITED_API", macro, "USE_CUDA" if backend == "cuda" else None) if m)
+
+
+class _Planner:
+    def __init__(self, discovery: Discovery, settings: AdoptSettings):
+        self.d = discovery
+        self.root = discovery.root
+        self.settings = settings
+        self.findings: list[Finding] = list(discovery.findings)
+        self.changes: dict[str, FileChange] = {}
+        self.notes: list[str] = []
+        self._texts: dict[str, str | None] = {}
+
+    # --- files --------------------------------------------------------------------------------
+
+    def read(self, rel: str) -> str | None:
+        if rel not in self._texts:
+            self._texts[rel] = sources.read_text(self.root / rel)
+        return self._texts[rel]
+
+    def original(self, rel: str) -> str | None:
+        """The file as the author wrote it: adopt's guards read through."""
+        text = self.read(rel)
+        return binding.unport(text) if text is not None else None
+
+    def change(self, rel: str, new: str, what: str) -> None:
+        old = self.read(rel)
+        author = old is not None and not written_by_adopt(old)
+        self.changes[rel] = FileChange(rel, new, old, author, what)
+
+    def lookup(self, tu: str, text: str, include_dirs: Sequence[str], extra: Sequence[tuple[str, str]] = ()):
+        """Declarations visible in translation unit `tu` (its own text and the project headers it includes)."""
+        files = [(tu, text), *extra]
+        for header in sources.project_headers(self.root, [tu], include_dirs):
+            header_text = self.original(header)
+            if header_text is not None:
+                files.append((header, header_text))
+
+        def find(name: str):
+            out = []
+            for rel, body in files:
+                for decl in cpp.find_declarations(body, cpp.mask(body), name):
+                    out.append((rel, body, decl))
+            return out
+        return find
+
+    # --- the setup.py and load() routes ---------------------------------------------------------
+
+    def extensions(self) -> AdoptPlan:
+        d = self.d
+        exts = list(d.extensions)
+        backends = tuple(sorted({e.backend for e in exts}, key=BACKEND_ORDER.index))
+        main_pkg = self._main_package()
+        name = naming.choose_name(d, self.settings.name, main_pkg.name if main_pkg else None)
+        python_name = name.value.replace("-", "_")
+        self.notes.append(f"name {name.value} (from {name.source}); Python package {python_name}")
+        defs_path = self._defs_path([s for e in exts for s in e.sources])
+        ops_by_ext: dict[str, list[Op]] = {}
+        kernels: list[buildtoml.KernelTable] = []
+        for ext in exts:
+            ops, bindings = self._port_extension(ext, defs_path)
+            ops_by_ext[ext.module] = ops
+            kernels.append(self._kernel_table(ext, python_name, len(exts), defs_path))
+        all_ops = self._unique_ops(ops_by_ext)
+        if all_ops:
+            module_label = ", ".join(e.module for e in exts)
+            self.change(defs_path, binding.defs_file_text(all_ops, module_label, self._binding_files(exts)),
+                        f"the torch ops ({len(all_ops)}) that replace the pybind11 module")
+        license_, version = self._license_version()
+        repo_id = self.settings.repo_id or d.existing.repo_id
+        origin = " and ".join(f"the {self._ext_kind(e)} `{e.module}` ({e.origin})" for e in exts)
+        self.change("build.toml", buildtoml.render(buildtoml.BuildToml(
+            route=d.route, origin=origin, name=name.value, version=version, license=license_, backends=backends,
+            torch_src=(defs_path,), kernels=tuple(kernels), repo_id=repo_id)), "the kernel-builder build file")
+        access = self._python(exts, ops_by_ext, main_pkg, python_name)
+        self._tests(name.value, python_name, version, repo_id, backends, all_ops, access, exts)
+        return AdoptPlan(d, name.value, python_name, backends, tuple(all_ops), tuple(self.changes.values()),
+                         tuple(self.findings), tuple(self.notes))
+
+    def _ext_kind(self, ext: Extension) -> str:
+        if ext.inline_sources:
+            return "load_inline() module"
+        if self.d.route == "load()":
+            return "load() module"
+        return "CUDAExtension" if ext.backend == "cuda" else "CppExtension"
+
+    def _main_package(self) -> PythonPackage | None:
+        packages = list(self.d.packages)
+        for ext in self.d.extensions:
+            for pkg in packages:
+                if pkg.name == ext.package:
+                    return pkg
+        if len(packages) == 1:
+            return packages[0]
+        for pkg in packages[1:]:
+            self.findings.append(finding("PA121", f"setup.py installs several packages; only {packages[0].name} is "
+                                         f"carried into the kernel, not {pkg.name}", file="setup.py",
+                                         hint="move what the kernel needs into one package"))
+        return packages[0] if packages else None
+
+    def _defs_path(self, ext_sources: Sequence[str]) -> str:
+        for path in DEFS_FILES:
+            text = self.read(path)
+            if written_by_adopt(text) or (text is None and path not in ext_sources):
+                return path
+        raise ProjectError(f"{self.root}: {' and '.join(DEFS_FILES)} both exist and are not adopt's",
+                           "move one aside: adopt writes the torch op registration there")
+
+    def _binding_files(self, exts: Sequence[Extension]) -> list[str]:
+        found = []
+        for ext in exts:
+            for src in ext.sources:
+                text = self.original(src)
+                if text is not None and binding.has_module(text):
+                    found.append(src)
+            found += [path for path, _ in ext.inline_sources if path.endswith(".cpp")]
+        return found
+
+    def _port_extension(self, ext: Extension, defs_path: str) -> tuple[list[Op], list[binding.Binding]]:
+        defines = (*ext.defines, *_flag_defines(ext.cxx_flags), *_build_defines(ext.backend))
+        if ext.inline_sources:
+            return self._port_inline(ext, defines, defs_path), []
+        bindings: list[binding.Binding] = []
+        units = [s for s in ext.sources if s.endswith(TRANSLATION_UNITS)]
+        for src in units:
+            text = self.original(src)
+            if text is None or not binding.has_module(text):
+                continue
+            found = binding.read_binding(src, text, self.lookup(src, text, ext.include_dirs), defines)
+            if found is not None:
+                bindings.append(found)
+                self.findings += found.findings
+        if not bindings:
+            self._no_binding(ext, units)
+        ops = [op for b in bindings for op in b.ops]
+        for b in bindings:
+            self.change(b.file, binding.port_binding(b, (ext.backend,), defs_path),
+                        f"the pybind11 module guarded; {len(b.ops)} op kernel(s) registered beside it")
+        ported = {b.file for b in bindings}
+        for rel in [*units, *sources.project_headers(self.root, units, ext.include_dirs)]:
+            if rel in ported:
+                continue
+            text = self.original(rel)
+            if text is None:
+                continue
+            guarded = binding.guard_includes(text)
+            if guarded != text or self.read(rel) != text:
+                self.change(rel, guarded, "pybind11 includes guarded (they do not compile against the limited API)")
+        return ops, bindings
+
+    def _no_binding(self, ext: Extension, units: Sequence[str]) -> None:
+        for src in units:
+            text = self.original(src) or ""
+            m = re.search(r"\bTORCH_LIBRARY\s*\(\s*(\w+)", cpp.mask(text))
+            if m:
+                self.findings.append(finding(
+                    "PA111", f"`{ext.module}` registers its ops with TORCH_LIBRARY({m.group(1)}, ...), under a fixed "
+                    "namespace, not through pybind11: nothing for adopt to port", file=src,
+                    line=cpp.line_of(text, m.start()),
+                    hint="use TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ...) from registration.h and the ops from the "
+                         "package's _ops module (`ops.<name>`, add_op_namespace_prefix)"))
+                return
+        self.findings.append(finding("PA111", f"`{ext.module}`: no PYBIND11_MODULE in its sources "
+                                     f"({', '.join(units) or 'none'})", file=ext.origin, line=ext.line,
+                                     hint="bind its functions with PYBIND11_MODULE, or register torch ops by hand"))
+
+    def _port_inline(self, ext: Extension, defines: Sequence[str], defs_path: str) -> list[Op]:
+        texts = dict(ext.inline_sources)
+        cpp_path = next(p for p in texts if p.endswith(".cpp"))
+        cpp_text = texts[cpp_path]
+        module = "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n" + "".join(
+            f'  m.def("{f}", &{f}' + (f', "{_c_escape(doc)}"' if doc else "") + ");\n"
+            for f, doc in ext.inline_functions) + "}\n"
+        others = [(p, t) for p, t in texts.items() if p != cpp_path]
+        read = binding.read_binding(cpp_path, cpp_text + module, self.lookup(cpp_path, cpp_text + module, (), others),
+                                    defines)
+        ops = list(read.ops) if read else []
+        if read:
+            self.findings += read.findings
+        registration = binding.registration_block(ops, (ext.backend,))
+        self.change(cpp_path, f"// {WRITTEN} from the load_inline() call of {ext.origin}:{ext.line}\n" + cpp_text
+                    + f"\n// Registered by {MARKER}: the functions load_inline bound.\n"
+                    "#include <torch/library.h>\n\n#include \"registration.h\"\n\n" + registration,
+                    "the C++ source load_inline compiled, with its op kernels registered")
+        for path, text in others:
+            self.change(path, text, "the CUDA source load_inline compiled")
+        return ops
+
+    def _unique_ops(self, ops_by_ext: dict[str, list[Op]]) -> list[Op]:
+        seen: dict[str, Op] = {}
+        out = []
+        for module, ops in ops_by_ext.items():
+            for op in ops:
+                if op.name in seen:
+                    self.findings.append(finding("PA112", f"`{op.name}` is bound by two extensions ({module} and "
+                                                 "another); one kernel has one op of a name", file=op.file,
+                                                 line=op.line, hint="rename one of them"))
+                    continue
+                seen[op.name] = op
+                out.append(op)
+        return out
+
+    def _kernel_table(self, ext: Extension, python_name: str, count: int, defs_path: str) -> buildtoml.KernelTable:
+        cxx = flags.sort_flags(ext.cxx_flags)
+        nvcc = flags.sort_flags(ext.nvcc_flags) if ext.backend == "cuda" else flags.SortedFlags((), (), (), ())
+        includes = list(ext.include_dirs)
+        for folder in [*cxx.includes, *nvcc.includes]:
+            rel = sources.relative(self.root, folder)
+            if rel is None:
+                self.findings.append(finding("PA151", f"`{ext.module}`: include folder {folder} is outside the project "
+                                             "(left out)", file=ext.origin, line=ext.line))
+            elif rel not in includes:
+                includes.append(rel)
+        dropped = sorted(set(cxx.dropped + nvcc.dropped))
+        if dropped:
+            self.findings.append(finding("PA142", f"`{ext.module}`: {' '.join(dropped)} left out (the build sets the "
+                                         "optimisation level, C++ standard and ABI itself)", file=ext.origin,
+                                         line=ext.line))
+        if ext.link:
+            self.findings.append(finding("PA141", f"`{ext.module}` links {' '.join(ext.link)}: build.toml has no link "
+                                         "flags; the kernel links torch and the CUDA runtime", file=ext.origin,
+                                         line=ext.line, hint="check the kernel loads; the libraries torch loads "
+                                                             "(cuBLAS, ...) resolve through torch"))
+        arch_list = list(self.d.arch_list or ())
+        unknown = flags.unknown_arch_names(arch_list)
+        if unknown:
+            self.findings.append(finding("PA142", f"TORCH_CUDA_ARCH_LIST entries {', '.join(unknown)} are not "
+                                         "capabilities; left out", file=ext.origin))
+        capabilities = flags.merge_capabilities([*nvcc.archs, *(a for a in arch_list if a not in unknown)]) \
+            if ext.backend == "cuda" else ()
+        if capabilities and self.d.how == "executed":
+            # The script chose them when it ran, under recorders that answer for a GPU they do not have
+            # (fused-ssim: the detected GPU's arch, else a fallback list without sm_90): what it picks on one
+            # machine is not what a Hub kernel must run on. The build's default capabilities instead.
+            self.findings.append(finding(
+                "PA143", f"`{ext.module}`: setup.py picks CUDA architectures when it runs ({', '.join(capabilities)} "
+                "here, where no GPU answered); the kernel is built for the toolkit's default capabilities instead",
+                file=ext.origin, line=ext.line,
+                hint="to narrow them, set cuda-capabilities in the kernel's table of build.toml"))
+            capabilities = ()
+        src = [s for s in ext.sources if s != defs_path] if not ext.inline_sources else [p for p, _ in ext.inline_sources]
+        headers = sources.project_headers(self.root, src, includes) if not ext.inline_sources else []
+        kernel = python_name if count == 1 else f"{python_name}_{re.sub(r'[^0-9A-Za-z_]', '_', ext.leaf).strip('_')}"
+        macros = tuple(f"-D{d}" for d in ext.defines)  # define_macros reach every compiler, as setuptools passes them
+        return buildtoml.KernelTable(kernel, ext.backend, tuple(src + [h for h in headers if h not in src]),
+                                     tuple(includes), macros + cxx.kept, (macros + nvcc.kept) if ext.backend == "cuda" else (),
+                                     capabilities)
+
+    def _license_version(self) -> tuple[str, int]:
+        license_, problems = naming.choose_license(self.d, self.settings.license)
+        self.findings += problems
+        version, problems = naming.choose_version(self.d, self.settings.version)
+        self.findings += problems
+        self.notes.append(f"license {license_.value} (from {license_.source}); version {version.value} "
+                          f"(from {version.source})")
+        return str(license_.value), int(version.value)
+
+    # --- Python -------------------------------------------------------------------------------
+
+    def _python(self, exts: Sequence[Extension], ops_by_ext: dict[str, list[Op]], main_pkg: PythonPackage | None,
+                python_name: str) -> dict[str, str]:
+        """Write the package; returns op name -> attribute path from the loaded kernel to the function."""
+        pkg_dir = f"torch-ext/{python_name}"
+        inside = {e.module: (e.module.split(".", 1)[1] if e.package else e.module) for e in exts}
+        old_package = main_pkg.name if main_pkg else next((e.package for e in exts if e.package), None)
+        loads = dict(inside)
+        planned: set[str] = set()
+        carried_init: str | None = None
+        if main_pkg is not None:
+            if main_pkg.name != python_name:
+                self.notes.append(f"the package {main_pkg.name} is carried as {python_name} (the kernel's Python name)")
+            for rel in sources.walk(self.root / main_pkg.path, (".py",)):
+                source = f"{main_pkg.path}/{rel}"
+                target = f"{pkg_dir}/{rel}"
+                text = self.original(source)
+                if text is None or (PurePosixPath(rel).name == "_ops.py"):
+                    continue
+                depth = len(PurePosixPath(rel).parts) - 1
+                ctx = python.ImportContext(inside, old_package, depth)
+                new, problems = python.rewrite(text, source, ctx, loads)
+                self.findings += problems
+                if rel == "__init__.py":
+                    carried_init = target
+                self.change(target, new, "the package's own module" + (", imports rewritten" if new != text else "")
+                            + ("" if source == target else f" (from {source})"))
+                planned.add(target)
+        wrapper_names = []
+        for rel in self.d.wrappers:
+            target = f"{pkg_dir}/{PurePosixPath(rel).name}"
+            if target in planned:
+                self.findings.append(finding("PA121", f"{rel} has the name of a module of the package; not carried",
+                                             file=rel))
+                continue
+            text = self.original(rel) or ""
+            new, problems = python.rewrite(text, rel, python.ImportContext(inside, old_package, 0), loads)
+            self.findings += problems
+            self.change(target, new, f"carried from {rel}, imports rewritten")
+            planned.add(target)
+            wrapper_names.append(PurePosixPath(rel).stem)
+        access: dict[str, str] = {}
+        modules: list[tuple[str, list[str]]] = []
+        for ext in exts:
+            path = inside[ext.module]
+            ops = ops_by_ext.get(ext.module, [])
+            if path.rpartition(".")[2] == python.OPS_MODULE:
+                for op in ops:
+                    access[op.name] = "_ops.ops"
+                continue
+            target = f"{pkg_dir}/{path.replace('.', '/')}.py"
+            if target in planned:
+                self.findings.append(finding("PA121", f"the package already has a module {path}; the ops of "
+                                             f"`{ext.module}` are not given one", file=target))
+                continue
+            functions = [f for f, _ in ext.inline_functions] or None
+            self.change(target, python.alias_module(ext.module, ops, path.count("."), functions),
+                        f"the former extension module `{ext.module}`: its functions, now torch ops")
+            planned.add(target)
+            modules.append((path, [op.name for op in ops]))
+            for op in ops:
+                access[op.name] = path
+        if carried_init is not None:
+            text = self.changes[carried_init].new
+            additions = [f"from .{p.rpartition('.')[0]} import {p.rpartition('.')[2]}" for p, _ in modules
+                         if not python.imports_module(text, p)]
+            additions += [f"from . import {w}" for w in wrapper_names if not re.search(
+                rf"^\s*from\s+\.\s+import\s+.*\b{re.escape(w)}\b", text, re.M)]
+            if additions:
+                new = text.rstrip("\n") + f"\n\n# {MARKER}: the former extension module(s) and carried modules\n" + \
+                    "\n".join(additions) + "\n"
+                self.changes[carried_init] = FileChange(carried_init, new, self.changes[carried_init].old,
+                                                        self.changes[carried_init].author,
+                                                        self.changes[carried_init].what)
+        else:
+            init = f"{pkg_dir}/__init__.py"
+            if init not in planned:
+                self.change(init, python.generated_init(python_name, modules, wrapper_names,
+                                                                  [e.module for e in exts]),
+                            "the package: the extension's functions at the top")
+                for path, functions in modules:
+                    if "." not in path:
+                        for f in functions:
+                            access[f] = ""
+        return access
+
+    # --- tests --------------------------------------------------------------------------------
+
+    def _tests(self, name: str, python_name: str, version: int, repo_id: str | None, backends: Sequence[str],
+               ops: Sequence[Op], access: dict[str, str], exts: Sequence[Extension]) -> None:
+        tests = self.root / "tests"
+        target = f"tests/test_{python_name}_ops.py"
+        existing = [p for p in sources.walk(tests, (".py",))] if tests.is_dir() else []
+        ours = [p for p in existing if written_by_adopt(sources.read_text(tests / p))]
+        if existing and set(existing) != set(ours):
+            self._check_existing_tests(existing)
+            return
+        if not ops or (self.root / target).exists():
+            return  # written once: the author adjusts its inputs, and a rerun leaves them alone
+        device = "cuda" if "cuda" in backends else "cpu"
+        repo = repo_id or f"your-hf-org/{name}"
+        if repo_id is None:
+            self.notes.append(f"the tests load {repo}: pass --repo ORG/NAME (or set [general.hub] repo-id and the "
+                              "repo the tests load) before pushing")
+        references = self._references(ops, access)
+        paths = {op.name: access.get(op.name, "") for op in ops}
+        self.change(target, tests_gen.test_file(repo_id=repo, version=version, device=device, paths=paths,
+                                                module_label=", ".join(e.module for e in exts), ops=ops,
+                                                references=references),
+                    "tests: each op loaded through kernels and called on inputs of its declared types")
+
+    def _check_existing_tests(self, existing: Sequence[str]) -> None:
+        uses_kernels = False
+        for rel in existing:
+            text = sources.read_text(self.root / "tests" / rel) or ""
+            if "get_kernel" in text or "get_local_kernel" in text:
+                uses_kernels = True
+        if not uses_kernels:
+            self.findings.append(finding(
+                "PA121", "tests/ never loads the kernel through kernels.get_kernel: `publisher test` runs them against "
+                "each built variant, and a test that imports the package from the source tree tests none",
+                file=str(self.root / "tests"),
+                hint="load the kernel as users do: kernel = kernels.get_kernel(\"<org>/<name>\", version=<N>)"))
+
+    def _references(self, ops: Sequence[Op], access: dict[str, str]) -> dict[str, str]:
+        """op -> expression of a Python reference implementation in the carried package, by name."""
+        patterns = facts()["reference_patterns"]
+        found: dict[str, str] = {}
+        modules: dict[str, set[str]] = {}
+        for rel, change in self.changes.items():
+            if not rel.endswith(".py") or not rel.startswith("torch-ext/"):
+                continue
+            try:
+                tree = ast.parse(change.new)
+            except SyntaxError:
+                continue
+            module = ".".join(PurePosixPath(rel).with_suffix("").parts[2:])
+            module = "" if module == "__init__" else module.removesuffix(".__init__")
+            modules[module] = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        for op in ops:
+            for pattern in patterns:
+                candidate = pattern.format(op=op.name)
+                for module, names in sorted(modules.items()):
+                    if candidate in names:
+                        found[op.name] = "kernel" + "".join(f".{p}" for p in module.split(".") if p) + f".{candidate}"
+                        break
+                if op.name in found:
+                    break
+        return found
+
+    # --- the build.toml route -------------------------------------------------------------------
+
+    def layout(self) -> AdoptPlan:
+        from publisher.project.migrate import migrate_text
+
+        d = self.d
+        text = d.layout_toml or ""
+        data = tomllib.loads(text)
+        general = data.get("general") or {}
+        old_python = (d.existing.name or "").replace("-", "_")
+        name = naming.choose_name(d, self.settings.name, old_python or None)
+        python_name = name.value.replace("-", "_")
+        self.notes.append(f"name {name.value} (from {name.source}); Python package {python_name}")
+        license_, version = self._license_version()
+        backends = tuple(b for b in general.get("backends") or [] if isinstance(b, str)) or ("cuda",)
+        torch_src = [s for s in (data.get("torch") or {}).get("src") or [] if isinstance(s, str)]
+        all_src = list(d.extensions[0].sources)
+        defs_path = self._defs_path(all_src)
+        bindings_found: list[binding.Binding] = []
+        torch_flags = [f for f in (data.get("torch") or {}).get("cxx-flags") or [] if isinstance(f, str)]
+        defines = (*_flag_defines(torch_flags), "Py_LIMITED_API")
+        includes = list(d.extensions[0].include_dirs)
+        for src in torch_src:
+            if src == defs_path or not src.endswith(TRANSLATION_UNITS):
+                continue
+            src_text = self.original(src)
+            if src_text is None or not binding.has_module(src_text):
+                continue
+            found = binding.read_binding(src, src_text, self.lookup(src, src_text, includes), defines)
+            if found is not None:
+                bindings_found.append(found)
+                self.findings += found.findings
+        if not bindings_found:
+            raise ProjectError(f"{self.root / 'build.toml'}: no [torch] source holds a PYBIND11_MODULE: nothing to port",
+                               "run `publisher check` on the project; `publisher migrate` upgrades an old build.toml")
+        ops = [op for b in bindings_found for op in b.ops]
+        for b in bindings_found:
+            self.change(b.file, binding.port_binding(b, backends, defs_path),
+                        f"the pybind11 module guarded; {len(b.ops)} op kernel(s) registered beside it")
+        ported = {b.file for b in bindings_found}
+        units = [s for s in all_src if s.endswith(TRANSLATION_UNITS) and s != defs_path]
+        for rel in [*units, *sources.project_headers(self.root, units, includes)]:
+            if rel in ported:
+                continue
+            original = self.original(rel)
+            if original is None:
+                continue
+            guarded = binding.guard_includes(original)
+            if guarded != original or self.read(rel) != original:
+                self.change(rel, guarded, "pybind11 includes guarded (they do not compile against the limited API)")
+        self.change(defs_path, binding.defs_file_text(ops, f"{old_python}._ops", sorted(ported)),
+                    f"the torch ops ({len(ops)}) that replace the pybind11 module")
+        try:
+            migrated, _, _ = migrate_text(text, data, license=license_, version=version)
+        except ProjectError as err:
+            raise ProjectError(f"{self.root / 'build.toml'}: {err.message}", err.hint) from None
+        new_src = [s for s in torch_src if s != defs_path] + [defs_path]
+        repo_id = self.settings.repo_id or d.existing.repo_id
+        self.change("build.toml", buildtoml.edit_layout(migrated, name=name.value, torch_src=new_src, repo_id=repo_id),
+                    "build.toml: edition 5, a kernel name, the ported binding")
+        access = self._layout_python(old_python, python_name)
+        access.update({op.name: "_ops.ops" for op in ops if op.name not in access})
+        self._tests(name.value, python_name, version, repo_id, backends, ops, access, d.extensions)
+        return AdoptPlan(d, name.value, python_name, backends, tuple(ops), tuple(self.changes.values()),
+                         tuple(self.findings), tuple(self.notes))
+
+    def _layout_python(self, old_python: str, python_name: str) -> dict[str, str]:
+        old_dir = f"torch-ext/{old_python}"
+        new_dir = f"torch-ext/{python_name}"
+        if not (self.root / old_dir / "__init__.py").is_file():
+            return {}
+        extensions = {f"{old_python}._ops": python.OPS_MODULE}
+        for rel in sources.walk(self.root / old_dir, (".py",)):
+            if PurePosixPath(rel).name == "_ops.py":
+                continue
+            source, target = f"{old_dir}/{rel}", f"{new_dir}/{rel}"
+            text = self.original(source) or ""
+            ctx = python.ImportContext(extensions, old_python, len(PurePosixPath(rel).parts) - 1)
+            new, problems = python.rewrite(text, source, ctx, {})
+            self.findings += problems
+            if new != text or source != target:
+                self.change(target, new, "the package's own module, imports rewritten"
+                            + ("" if source == target else f" (from {source})"))
+        return {}
+
+
+def _flag_defines(flags_: Sequence[str]) -> list[str]:
+    out = []
+    words = list(flags_)
+    for i, word in enumerate(words):
+        if word.startswith("-D") and len(word) > 2:
+            out.append(word[2:])
+        elif word == "-D" and i + 1 < len(words):
+            out.append(words[i + 1])
+    return out
+
+
+def _c_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

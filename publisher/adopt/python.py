@@ -1,0 +1,292 @@
+"""The project's Python API, carried into torch-ext/<package>/: the former
+extension module becomes a module of aliases over the torch ops (`fn =
+ops.fn`), and the project's own modules are copied with their imports of the
+extension and of their own package made relative (kernels imports a variant
+under its ops id, not under the package's name). Statements are located with
+the ast module and edited as text, so everything else stays as written."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from publisher.adopt.model import MARKER, WRITTEN, Op
+from publisher.codes import finding
+from publisher.findings import Finding
+
+OPS_MODULE = "_ops"  # the module kernel-builder's build writes: `ops`, `add_op_namespace_prefix`
+_LIBRARY_CALLS = ("custom_op", "register_fake", "register_autograd", "define", "impl", "register_kernel", "Library",
+                  "impl_abstract", "register_torch_dispatch", "register_vmap")
+
+
+@dataclass(frozen=True)
+class ImportContext:
+    """What the imports of one carried file are rewritten against."""
+
+    extensions: dict[str, str]  # old module name -> its module path inside the package ("fused_ssim_cuda", "sub._C")
+    package: str | None  # the package's old import name (absolute self-imports become relative)
+    depth: int  # how many folders the file is below the package root
+
+
+def _dots(ctx: ImportContext) -> str:
+    return "." * (ctx.depth + 1)
+
+
+def _relative(ctx: ImportContext, inside: str) -> tuple[str, str]:
+    """(`from` part, imported name) for a module at `inside` (dotted, relative to the package root)."""
+    parent, _, leaf = inside.rpartition(".")
+    return _dots(ctx) + parent, leaf
+
+
+def _target(ctx: ImportContext, module: str) -> str | None:
+    """Where an absolutely imported module now lives inside the package (dotted, relative to its root), or None."""
+    for old, inside in ctx.extensions.items():
+        if module == old:
+            return inside
+        if module.startswith(old + "."):
+            return None  # a module below a compiled extension: not a thing
+    if ctx.package and (module == ctx.package or module.startswith(ctx.package + ".")):
+        return module[len(ctx.package) + 1:] if module != ctx.package else ""
+    return None
+
+
+def rewrite(text: str, file: str, ctx: ImportContext, loads: dict[str, str]) -> tuple[str, list[Finding]]:
+    """`text` with its imports of the extension(s) and of its own package made relative, and each
+    `X = load(name="M", ...)` of an adopted extension replaced by an import of the module that replaces it.
+    `loads` maps a load() name to the module path inside the package."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as err:
+        return text, [finding("PA121", f"not valid Python ({err.msg}); carried unchanged", file=file, line=err.lineno)]
+    lines = text.splitlines(keepends=True)
+    edits: list[tuple[int, int, str]] = []  # (first line, last line, replacement), 1-based inclusive
+    findings: list[Finding] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            replacement = _rewrite_import(node, ctx, file, findings)
+            if replacement is not None:
+                edits.append((node.lineno, node.end_lineno, _indent(lines, node) + replacement + _tail(lines, node)))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            inside = _target(ctx, node.module)
+            if inside is None:
+                continue
+            line_text = "".join(lines[node.lineno - 1:node.end_lineno])
+            replacement = _from_import(ctx, inside, node)
+            if replacement is None:
+                new_head = re.sub(r"^(\s*from\s+)" + re.escape(node.module).replace(r"\.", r"\s*\.\s*") + r"(\s+import\b)",
+                                  lambda m, inside=inside: m.group(1) + _dots(ctx) + inside + m.group(2), line_text, count=1)
+            else:
+                new_head = _indent(lines, node) + replacement + _tail(lines, node)
+            edits.append((node.lineno, node.end_lineno, new_head))
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            replacement = _ops_module_import(node)
+            if replacement is not None:
+                edits.append((node.lineno, node.end_lineno, _indent(lines, node) + replacement + _tail(lines, node)))
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _is_load(node.value):
+            name = _load_name(node.value)
+            if name in loads and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                target = node.targets[0].id
+                frm, leaf = _relative(ctx, loads[name])
+                stmt = f"from {frm} import {leaf}" + (f" as {target}" if target != leaf else "")
+                stmt += f"  # {MARKER}: was load(name={name!r}, ...)"
+                edits.append((node.lineno, node.end_lineno, _indent(lines, node) + stmt + "\n"))
+            elif name in loads:
+                findings.append(finding("PA121", f"load(name={name!r}) whose result is not assigned to a name",
+                                        file=file, line=node.lineno, hint="import the module from the package instead"))
+        elif isinstance(node, ast.Call):
+            findings += _dynamic_lookup(node, ctx, file)
+            findings += _fixed_namespace(node, file)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_load(node.value):
+            findings.append(finding("PA121", "a load() call whose result is not kept", file=file, line=node.lineno))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and \
+                isinstance(node.value.value, ast.Name) and node.value.value.id == "torch" and node.value.attr == "ops" and \
+                node.attr not in ("aten", "prims", "higher_order", "load_library", "import_module"):
+            findings.append(finding("PA122", f"`torch.ops.{node.attr}` names a fixed op namespace; the kernel's ops "
+                                    "live under its own (`ops` from the package's _ops module)", file=file,
+                                    line=node.lineno, hint="use `from ._ops import ops` and `ops.<name>`"))
+            break
+    return _apply(lines, edits), findings
+
+
+def _apply(lines: list[str], edits: list[tuple[int, int, str]]) -> str:
+    out = list(lines)
+    for first, last, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
+        out[first - 1:last] = [replacement]
+    return "".join(out)
+
+
+def _indent(lines: list[str], node: ast.stmt) -> str:
+    line = lines[node.lineno - 1]
+    return line[:len(line) - len(line.lstrip())]
+
+
+def _tail(lines: list[str], node: ast.stmt) -> str:
+    """What follows the statement on its last line (a comment), and the newline."""
+    last = lines[node.end_lineno - 1]
+    rest = last[node.end_col_offset:] if node.end_col_offset is not None else "\n"
+    return rest if rest.endswith("\n") else rest + ("\n" if last.endswith("\n") else "")
+
+
+def _rewrite_import(node: ast.Import, ctx: ImportContext, file: str, findings: list[Finding]) -> str | None:
+    parts: list[str] = []
+    changed = False
+    for alias in node.names:
+        inside = _target(ctx, alias.name)
+        if inside is None:
+            parts.append(f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
+            continue
+        if not alias.asname and "." in alias.name or inside == "":
+            findings.append(finding("PA121", f"`import {alias.name}` reaches the package by its old name, which a "
+                                    "loaded kernel does not have", file=file, line=node.lineno,
+                                    hint="import what you use relatively (from . import ...)"))
+            parts.append(f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
+            continue
+        frm, leaf = _relative(ctx, inside)
+        bound = alias.asname or alias.name
+        if leaf == OPS_MODULE:
+            parts.append(f"from {frm}{OPS_MODULE} import ops" + (f" as {bound}" if bound != "ops" else ""))
+        else:
+            parts.append(f"from {frm} import {leaf}" + (f" as {bound}" if bound != leaf else ""))
+        changed = True
+    if not changed:
+        return None
+    return "; ".join(parts) if len(parts) > 1 else parts[0]
+
+
+def _from_import(ctx: ImportContext, inside: str, node: ast.ImportFrom) -> str | None:
+    """`from P import x` where x is the `_ops` extension module: the build's `_ops` holds `ops` instead."""
+    names = []
+    special = False
+    for alias in node.names:
+        full = f"{inside}.{alias.name}" if inside else alias.name
+        bound = alias.asname or alias.name
+        if full == OPS_MODULE:
+            names.append(f"from {_dots(ctx)}{OPS_MODULE} import ops" + (f" as {bound}" if bound != "ops" else ""))
+            special = True
+        else:
+            frm = _dots(ctx) + inside
+            names.append(f"from {frm} import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
+    return "; ".join(names) if special else None
+
+
+def _ops_module_import(node: ast.ImportFrom) -> str | None:
+    """`from . import _ops [as X]`: the extension module of a project that named it `_ops` (the agent-written
+    layout); the build's `_ops` module holds the ops as `ops`."""
+    if node.module is not None or not any(a.name == OPS_MODULE for a in node.names):
+        return None
+    dots = "." * node.level
+    parts = []
+    for alias in node.names:
+        if alias.name == OPS_MODULE:
+            bound = alias.asname or OPS_MODULE
+            parts.append(f"from {dots}{OPS_MODULE} import ops" + (f" as {bound}" if bound != "ops" else ""))
+        else:
+            parts.append(f"from {dots} import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
+    return "; ".join(parts)
+
+
+def _is_load(call: ast.Call) -> bool:
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    return name in ("load", "load_inline") and _load_name(call) is not None
+
+
+def _load_name(call: ast.Call) -> str | None:
+    for kw in call.keywords:
+        if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+            return kw.value.value
+    if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        return call.args[0].value
+    return None
+
+
+def _dynamic_lookup(node: ast.Call, ctx: ImportContext, file: str) -> list[Finding]:
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name not in ("import_module", "find_spec", "find_loader", "__import__") or not node.args:
+        return []
+    first = node.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str) and _target(ctx, first.value) is not None:
+        return [finding("PA121", f"`{name}({first.value!r})` looks the extension up by its old module name",
+                        file=file, line=node.lineno,
+                        hint="the module is part of the package now: import it relatively (from . import ...)")]
+    return []
+
+
+def _fixed_namespace(node: ast.Call, file: str) -> list[Finding]:
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr in _LIBRARY_CALLS and isinstance(func.value, ast.Attribute)
+            and func.value.attr == "library"):
+        return []
+    first = node.args[0] if node.args else None
+    if isinstance(first, ast.Constant) and isinstance(first.value, str) and "::" in first.value:
+        return [finding("PA122", f"torch.library.{func.attr}({first.value!r}) registers under a fixed namespace: two "
+                        "builds loaded side by side collide, and upstream's build check expects "
+                        "add_op_namespace_prefix", file=file, line=node.lineno,
+                        hint=f"use add_op_namespace_prefix({first.value.split('::', 1)[1]!r}) from the package's _ops")]
+    return []
+
+
+# --- generated modules -------------------------------------------------------------------------
+
+def alias_module(module: str, ops: Sequence[Op], depth: int, functions: Sequence[str] | None = None) -> str:
+    """The module that replaces the extension module `module`: its functions, as the ops."""
+    wanted = [op for op in ops if functions is None or op.name in functions]
+    lines = [f'"""{WRITTEN}: the extension module `{module}`, each function it bound now a torch op',
+             'registered by the build (torch-ext/ holds the schemas), called as before."""', "",
+             f"from {'.' * (depth + 1)}{OPS_MODULE} import ops", ""]
+    for op in wanted:
+        lines.append(f"{op.name} = ops.{op.name}" + (f"  # {_one_line(op.doc)}" if op.doc else ""))
+    lines += ["", "__all__ = [" + ", ".join(f'"{op.name}"' for op in wanted) + "]", ""]
+    return "\n".join(lines)
+
+
+def generated_init(name: str, modules: Sequence[tuple[str, Sequence[str]]], carried: Sequence[str],
+                   labels: Sequence[str]) -> str:
+    """A package __init__ for a project that had none: the extension modules' functions at the top, and the
+    project's carried modules as attributes, imported when first used (their import-time work, seeding or
+    printing, does not run when the kernel loads). `modules`: (module path inside the package, function names)."""
+    lines = [f'"""{WRITTEN}: the package `{name}`. The functions of the former extension module(s)',
+             f"{', '.join(f'`{m}`' for m in labels)} are torch ops here; the project's own modules are carried",
+             'alongside."""', ""]
+    exported: list[str] = []
+    if carried:
+        lines += ["import importlib", ""]
+    for inside, functions in modules:
+        if functions:
+            lines.append(f"from .{inside} import {', '.join(sorted(functions))}")
+            exported += list(functions)
+    exported += list(carried)
+    lines += ["", "__all__ = [" + ", ".join(f'"{n}"' for n in sorted(set(exported))) + "]", ""]
+    if carried:
+        lines += ["_CARRIED = (" + "".join(f'"{m}", ' for m in sorted(carried)) + ")", "", "",
+                  "def __getattr__(name):",
+                  "    if name in _CARRIED:",
+                  '        return importlib.import_module(f"{__name__}.{name}")',
+                  '    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")', ""]
+    return "\n".join(lines)
+
+
+def imports_module(text: str, inside: str) -> bool:
+    """Whether a (rewritten) package __init__ imports the module `inside` (relative) whenever it is imported:
+    at module level, not under an `if` (fused-ssim imports its extension only when CUDA is there, and a
+    kernel must register its ops on import wherever it loads)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    parent, _, leaf = inside.rpartition(".")
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            module = node.module or ""
+            if module == inside or (module == parent and any(a.name == leaf for a in node.names)):
+                return True
+    return False
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 80 else text[:77] + "..."

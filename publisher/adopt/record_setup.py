@@ -1,0 +1,166 @@
+"""Run a setup.py only to see what it declares (`publisher adopt`, when reading
+the script is not enough). Started as its own program in a scratch copy of
+the project: setuptools.setup, the torch extension classes and BuildExtension
+are replaced by recorders, so nothing is compiled, installed or packaged; any
+subprocess, os.system and network connection is refused (the refusal is
+recorded); torch.cuda.is_available() answers True so the CUDA build is the one
+recorded. Writes one JSON document to the path given. Standard library only.
+
+    python record_setup.py OUT.json setup.py
+"""
+
+import json
+import os
+import runpy
+import socket
+import subprocess
+import sys
+import traceback
+import types
+
+records = {"extensions": [], "setup": None, "blocked": [], "error": None, "torch": None, "environ": {}}
+
+
+def _jsonable(value, depth=0):
+    if depth > 8:
+        return repr(value)
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v, depth + 1) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, RecordedExtension):
+        return value.record
+    return repr(value)
+
+
+class RecordedExtension:
+    def __init__(self, kind, name, sources, args, kwargs):
+        caller = sys._getframe(2)
+        self.record = {"kind": kind, "name": name, "sources": _jsonable(list(sources or [])),
+                       "kwargs": _jsonable(kwargs), "extra_args": _jsonable(list(args)),
+                       "line": caller.f_lineno if caller.f_code.co_filename.endswith("setup.py") else None}
+        self.name = name
+        self.sources = list(sources or [])
+
+
+def _extension(kind):
+    def make(name, sources=(), *args, **kwargs):
+        return RecordedExtension(kind, name, sources, args, kwargs)
+    return make
+
+
+class BuildExtension:
+    """Stands in for torch's BuildExtension (and subclasses of it the script defines)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    @classmethod
+    def with_options(cls, **kwargs):
+        return cls
+
+
+def setup(**kwargs):
+    ext_modules = kwargs.get("ext_modules") or []
+    records["setup"] = {
+        "name": _jsonable(kwargs.get("name")),
+        "packages": _jsonable(kwargs.get("packages")),
+        "package_dir": _jsonable(kwargs.get("package_dir")),
+        "ext_modules": [e.record for e in ext_modules if isinstance(e, RecordedExtension)],
+        "other_ext_modules": [repr(e) for e in ext_modules if not isinstance(e, RecordedExtension)],
+    }
+
+
+def _shown(args):
+    return " ".join(str(a) for a in (args[0] if args and isinstance(args[0], (list, tuple)) else args[:1]))[:200]
+
+
+def _refuse(what, answer="raise"):
+    """A refused call fails the way that call fails: a command that exits 1 (os.system, subprocess.run,
+    call), CalledProcessError (check_call, check_output, run(check=True)), OSError (Popen, a connection)."""
+    def refused(*args, **kwargs):
+        records["blocked"].append(f"{what}: {_shown(args)}")
+        command = args[0] if args else kwargs.get("args")
+        if answer == "status":
+            return 1
+        if answer == "run" and not kwargs.get("check"):
+            empty = "" if kwargs.get("text") or kwargs.get("universal_newlines") or kwargs.get("encoding") else b""
+            return subprocess.CompletedProcess(command, 1, empty, empty)
+        if answer in ("run", "check"):
+            raise subprocess.CalledProcessError(1, command)
+        if answer == "output":
+            return ""
+        if answer == "statusoutput":
+            return 1, ""
+        raise OSError(f"refused by publisher adopt (it only reads setup.py): {what}")
+    return refused
+
+
+def _install_recorders():
+    import setuptools
+
+    setuptools.setup = setup
+    try:
+        import distutils.core
+
+        distutils.core.setup = setup
+    except ImportError:
+        pass
+    try:
+        import torch
+        import torch.utils.cpp_extension as cpp_extension
+
+        records["torch"] = torch.__version__
+        torch.cuda.is_available = lambda: True
+    except Exception as err:  # noqa: BLE001 - torch missing or broken: a stand-in answers the few names scripts use
+        records["torch"] = f"unavailable ({type(err).__name__}: {err})"
+        torch = types.ModuleType("torch")
+        torch.__version__ = "0.0.0"
+        torch.version = types.SimpleNamespace(cuda=None, hip=None)
+        torch.cuda = types.SimpleNamespace(is_available=lambda: True)
+        torch.utils = types.ModuleType("torch.utils")
+        cpp_extension = types.ModuleType("torch.utils.cpp_extension")
+        cpp_extension.CUDA_HOME = os.environ.get("CUDA_HOME")
+        cpp_extension.ROCM_HOME = None
+        torch.utils.cpp_extension = cpp_extension
+        sys.modules.update({"torch": torch, "torch.utils": torch.utils, "torch.utils.cpp_extension": cpp_extension})
+    cpp_extension.CUDAExtension = _extension("cuda")
+    cpp_extension.CppExtension = _extension("cpp")
+    cpp_extension.BuildExtension = BuildExtension
+    answers = {"run": "run", "call": "status", "check_call": "check", "check_output": "check", "Popen": "raise",
+               "getoutput": "output", "getstatusoutput": "statusoutput"}
+    for name, answer in answers.items():
+        setattr(subprocess, name, _refuse(f"subprocess.{name}", answer))
+    os.system = _refuse("os.system", "status")
+    os.popen = _refuse("os.popen")
+    socket.socket.connect = _refuse("a network connection")
+    socket.create_connection = _refuse("a network connection")
+
+
+def main():
+    out_path, setup_path = sys.argv[1], sys.argv[2]
+    os.environ.setdefault("FORCE_CUDA", "1")
+    before = dict(os.environ)
+    try:
+        _install_recorders()
+        sys.argv = [setup_path, "build_ext"]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(setup_path)))
+        runpy.run_path(setup_path, run_name="__main__")
+    except SystemExit as err:
+        if err.code not in (0, None):
+            records["error"] = f"setup.py exited with {err.code}"
+    except BaseException as err:  # noqa: BLE001 - reported to publisher, which says what the script did
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename.endswith("setup.py")]
+        where = f" (setup.py line {frames[-1].lineno})" if frames else ""
+        records["error"] = f"{type(err).__name__}: {err}{where}"
+    records["environ"] = {k: v for k, v in os.environ.items() if before.get(k) != v}
+    with open(out_path, "w", encoding="utf-8") as fh:
+        json.dump(records, fh)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Does an adopted kernel compute what the original extension computed? For
+each project of a carry folder, on one machine: build the ORIGINAL extension
+its own way (its setup.py: `python setup.py build_ext --inplace`; or the
+project's own torch.utils.cpp_extension.load() call), build the ADOPTED
+project with `publisher build --local`, call each op of both on the same
+random inputs, and print a table of max abs / max rel differences of every
+output and of every tensor argument after the call (ops that write into
+their arguments are compared on those).
+
+    python3 scripts/adopt_equivalence.py prepare --carry DIR NAME=ORIGINAL:ADOPTED[:INPUTS.py] ...
+        fill DIR (here, with PyPI): projects/<NAME>/{original,adopted,inputs.py} and whl/ (the wheels
+        the GPU machine lacks, for --python-version)
+    python3 scripts/adopt_equivalence.py run --carry DIR [--only NAME] [--device cuda|cpu]
+        on the machine that runs the kernels (no network needed): builds, compares, prints the table,
+        writes $OUT/adopt-equivalence.json (and the build logs) when OUT is set; exit 0 when every op
+        matched, 1 otherwise
+
+inputs.py (one per project) defines INPUTS = {op: lambda device: (args...)}, and optionally
+NAMES = {op: name in the original module}, TOLERANCE = {op: (rtol, atol)}, MODULE = the original
+module's import name (default: what adopt finds), DEVICE = "cpu" for a CPU extension.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GPU_MATRIX = ROOT / "matrices" / "gpu-runner-torch211-cu130.yaml"
+# what the GPU machine lacks for `publisher build` and kernels' loader (see scripts/gpu_test.sh)
+WHEELS = ("kernels==0.17.2", "tomlkit==0.15.2", "kernel-abi-check")
+
+
+# --- prepare (here) ---------------------------------------------------------------------------------
+
+def prepare(args) -> int:
+    carry = Path(args.carry)
+    (carry / "projects").mkdir(parents=True, exist_ok=True)
+    for spec in args.pairs:
+        name, _, paths = spec.partition("=")
+        parts = paths.split(":")
+        if not name or len(parts) < 2:
+            print(f"bad pair {spec!r}: NAME=ORIGINAL:ADOPTED[:INPUTS.py]", file=sys.stderr)
+            return 2
+        dest = carry / "projects" / name
+        shutil.rmtree(dest, ignore_errors=True)
+        ignore = shutil.ignore_patterns(".git", "build", "__pycache__", "*.so", "*.egg-info", "dist", "*.png", "*.jpg", "*.gif", "*.mp4")
+        shutil.copytree(parts[0], dest / "original", ignore=ignore)
+        shutil.copytree(parts[1], dest / "adopted", ignore=ignore)
+        if len(parts) > 2:
+            shutil.copy(parts[2], dest / "inputs.py")
+        print(f"{name}: {parts[0]} / {parts[1]}")
+    whl = carry / "whl"
+    whl.mkdir(exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+           "--python-version", args.python_version, "--implementation", "cp",
+           "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+           "--platform", "manylinux2014_x86_64", "-d", str(whl), *WHEELS]
+    subprocess.run(cmd, check=True)
+    print(f"carry folder ready: {carry} ({_size(carry) / 1e6:.1f} MB)")
+    return 0
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+# --- run (on the machine with the device) ------------------------------------------------------------
+
+def run(args) -> int:
+    carry = Path(args.carry).resolve()
+    sys.path.insert(0, str(ROOT))
+    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
+    site = _install_wheels(carry)
+    import torch
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    print(f"torch {torch.__version__} (CUDA {torch.version.cuda}), device {device}"
+          + (f": {torch.cuda.get_device_name()}" if device == "cuda" else ""), flush=True)
+    rows: list[dict] = []
+    projects = sorted(p for p in (carry / "projects").iterdir() if p.is_dir())
+    if args.only:
+        projects = [p for p in projects if p.name in args.only]
+    work = Path(tempfile.mkdtemp(prefix="adopt-equivalence-"))
+    for project in projects:
+        started = time.monotonic()
+        print(f"\n== {project.name}", flush=True)
+        try:
+            rows += _compare_project(project, work / project.name, device, site, out)
+        except Exception as err:  # noqa: BLE001 - one project's failure is a row, the others still run
+            traceback.print_exc()
+            rows.append({"project": project.name, "op": "-", "result": f"error: {type(err).__name__}: {err}"[:300]})
+        print(f"   ({time.monotonic() - started:.0f} s)", flush=True)
+    _print_table(rows)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "adopt-equivalence.json").write_text(json.dumps({"device": device, "torch": torch.__version__,
+                                                                "rows": rows}, indent=2))
+    return 0 if rows and all(r["result"] in ("identical", "close") for r in rows) else 1
+
+
+def _install_wheels(carry: Path) -> Path | None:
+    wheels = sorted((carry / "whl").glob("*.whl")) if (carry / "whl").is_dir() else []
+    if not wheels:
+        return None
+    site = Path(tempfile.mkdtemp(prefix="adopt-equivalence-site-"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                    "--target", str(site), *map(str, wheels)], check=True)
+    sys.path.insert(0, str(site))
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return site
+
+
+def _compare_project(project: Path, work: Path, device: str, site, out: Path | None) -> list[dict]:
+    inputs = _load_inputs(project / "inputs.py")
+    device = getattr(inputs, "DEVICE", device)
+    shutil.rmtree(work, ignore_errors=True)
+    original = work / "original"
+    adopted = work / "adopted"
+    shutil.copytree(project / "original", original)
+    shutil.copytree(project / "adopted", adopted)
+    module = _build_original(original, work, getattr(inputs, "MODULE", None), out, project.name)
+    ops_ns = _build_adopted(adopted, out, project.name, device)
+    names = getattr(inputs, "NAMES", {})
+    tolerance = getattr(inputs, "TOLERANCE", {})
+    rows = []
+    for op, make in inputs.INPUTS.items():
+        row = {"project": project.name, "op": op}
+        try:
+            row.update(_compare_op(getattr(module, names.get(op, op)), getattr(ops_ns, op), make, device,
+                                   tolerance.get(op, (1e-5, 1e-6))))
+        except Exception as err:  # noqa: BLE001 - shown in the table
+            row["result"] = f"error: {type(err).__name__}: {err}"[:300]
+        print(f"   {op}: {row['result']}", flush=True)
+        rows.append(row)
+    return rows
+
+
+def _load_inputs(path: Path):
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: it defines INPUTS = {{op: lambda device: (args...)}}")
+    spec = importlib.util.spec_from_file_location(f"adopt_inputs_{path.parent.name.replace('-', '_')}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _log(out: Path | None, name: str, text: str) -> None:
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        with (out / f"{name}.log").open("a") as fh:
+            fh.write(text)
+
+
+def _build_original(root: Path, work: Path, module_name: str | None, out: Path | None, name: str):
+    """The original extension, built as its author builds it; returns its Python module."""
+    import torch  # noqa: F401 - the extension's symbols come from torch's libraries
+
+    from publisher.adopt.discover import read_load_calls, read_setup
+
+    if (root / "setup.py").is_file():
+        discovery = read_setup(root)
+        ext = discovery.extensions[0]
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=root,
+                                capture_output=True, text=True, env={**os.environ, "MAX_JOBS": str(os.cpu_count() or 4)})
+        _log(out, f"{name}-original-build", result.stdout + result.stderr)
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+            raise RuntimeError(f"setup.py build_ext --inplace failed:\n{tail}")
+        print(f"   original: setup.py build_ext --inplace ({time.monotonic() - started:.0f} s)", flush=True)
+        return _import_built(root, module_name or ext.module)
+    discovery = read_load_calls(root)
+    if discovery is None:
+        raise RuntimeError("the original has neither setup.py nor a load() call")
+    ext = discovery.extensions[0]
+    from torch.utils.cpp_extension import load
+
+    build_dir = work / f"jit-{ext.leaf}"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    module = load(name=ext.leaf, sources=[str(root / s) for s in ext.sources], extra_cflags=list(ext.cxx_flags),
+                  extra_cuda_cflags=list(ext.nvcc_flags), extra_include_paths=[str(root / i) for i in ext.include_dirs],
+                  build_directory=str(build_dir), verbose=False)
+    print(f"   original: its own load(name={ext.leaf!r}) ({time.monotonic() - started:.0f} s)", flush=True)
+    return module
+
+
+def _import_built(root: Path, module: str):
+    leaf = module.rsplit(".", 1)[-1]
+    package = module.rsplit(".", 1)[0].replace(".", "/") if "." in module else ""
+    found = [p for p in root.rglob(f"{leaf}*.so") if not package or p.parent.as_posix().endswith(package)]
+    if not found:
+        raise FileNotFoundError(f"no {leaf}*.so under {root} after the build")
+    spec = importlib.util.spec_from_file_location(module, found[0])
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def _build_adopted(root: Path, out: Path | None, name: str, device: str):
+    """The adopted project built with publisher for this torch; returns its torch.ops namespace."""
+    import torch
+
+    started = time.monotonic()
+    cmd = [sys.executable, "-m", "publisher", "build", str(root), "--local"]
+    if GPU_MATRIX.is_file() and torch.version.cuda:
+        cmd += ["--matrix", str(GPU_MATRIX)]
+    result = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.environ.get(
+        "PYTHONPATH", str(ROOT))})
+    _log(out, f"{name}-adopted-build", result.stdout + result.stderr)
+    logs = sorted((root / "build" / ".publisher" / "logs").glob("*.log")) if (root / "build").is_dir() else []
+    for log in logs:
+        _log(out, f"{name}-adopted-build", f"\n--- {log.name}\n" + log.read_text(errors="replace")[-20000:])
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        raise RuntimeError(f"publisher build --local failed:\n{tail}")
+    print(f"   adopted: publisher build --local ({time.monotonic() - started:.0f} s)", flush=True)
+    import kernels
+
+    module = kernels.get_local_kernel(root, backend="cpu" if device == "cpu" else None)
+    variant = Path(module.__file__).parent
+    ops_id = json.loads((variant / "metadata.json").read_text())["id"]
+    print(f"   adopted: loaded {variant.name} ({ops_id})", flush=True)
+    return getattr(torch.ops, ops_id)
+
+
+def _clone(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clone(v) for v in value)
+    return value
+
+
+def _tensors(value) -> list:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _compare_op(original, adopted, make, device: str, tolerance) -> dict:
+    import torch
+
+    torch.manual_seed(0)
+    args = make(device)
+    a_orig, a_new = _clone(args), _clone(args)
+    r_orig = original(*a_orig)
+    r_new = adopted(*a_new)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    pairs = [("out", x, y) for x, y in zip(_tensors(r_orig), _tensors(r_new), strict=False)]
+    pairs += [("arg", x, y) for x, y in zip(_tensors(a_orig), _tensors(a_new), strict=True)]
+    if len(_tensors(r_orig)) != len(_tensors(r_new)):
+        return {"result": f"DIFFERENT: {len(_tensors(r_orig))} tensors returned vs {len(_tensors(r_new))}"}
+    if not _tensors(r_orig) and r_orig != r_new:
+        return {"result": f"DIFFERENT: returned {r_orig!r} vs {r_new!r}"}
+    max_abs = max_rel = 0.0
+    identical = True
+    rtol, atol = tolerance
+    close = True
+    for _, x, y in pairs:
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return {"result": f"DIFFERENT: {tuple(x.shape)} {x.dtype} vs {tuple(y.shape)} {y.dtype}"}
+        if x.numel() == 0:
+            continue
+        xd, yd = x.detach().double(), y.detach().double()
+        both_nan = torch.isnan(xd) & torch.isnan(yd)
+        diff = torch.where(both_nan, torch.zeros_like(xd), (xd - yd).abs())
+        max_abs = max(max_abs, float(diff.max()))
+        max_rel = max(max_rel, float((diff / yd.abs().clamp_min(1e-12)).max()))
+        identical = identical and bool(torch.equal(x, y) or (diff == 0).all())
+        close = close and bool(torch.allclose(xd, yd, rtol=rtol, atol=atol, equal_nan=True))
+    result = "identical" if identical else "close" if close else "DIFFERENT"
+    return {"result": result, "tensors": len(pairs), "max_abs": max_abs, "max_rel": max_rel}
+
+
+def _print_table(rows: list[dict]) -> None:
+    print()
+    header = f"{'project':<26} {'op':<28} {'tensors':>7} {'max abs':>11} {'max rel':>11}  result"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        abs_ = f"{r['max_abs']:.3e}" if "max_abs" in r else "-"
+        rel = f"{r['max_rel']:.3e}" if "max_rel" in r else "-"
+        print(f"{r['project']:<26} {r['op']:<28} {r.get('tensors', '-')!s:>7} {abs_:>11} {rel:>11}  {r['result']}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare", help="fill a carry folder (here)")
+    p.add_argument("--carry", required=True)
+    p.add_argument("--python-version", default="3.12", help="the GPU machine's Python (for the wheels)")
+    p.add_argument("pairs", nargs="+", metavar="NAME=ORIGINAL:ADOPTED[:INPUTS.py]")
+    r = sub.add_parser("run", help="build both, compare, print the table (on the device machine)")
+    r.add_argument("--carry", required=True)
+    r.add_argument("--only", nargs="*")
+    r.add_argument("--device", choices=["cuda", "cpu"])
+    args = parser.parse_args()
+    return prepare(args) if args.command == "prepare" else run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

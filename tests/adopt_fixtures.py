@@ -1,0 +1,315 @@
+"""Small torch.utils.cpp_extension projects for the adopt tests, written here in
+the shapes real ones have (setup.py with CppExtension/CUDAExtension and a
+pybind11 binding, load() scripts, the agent-written build.toml layout)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+# A CppExtension with a package, read statically: glob, os.path, variables, define_macros.
+SETUP_PY = """\
+import glob
+import os
+
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+here = os.path.dirname(os.path.abspath(__file__))
+sources = sorted(glob.glob(os.path.join("csrc", "*.cpp")))
+cxx = ["-O3", "-std=c++17"] + ["-DMINI_" + flag for flag in ("FAST",)]
+
+setup(
+    name="mini-ops",
+    packages=["mini_ops"],
+    ext_modules=[
+        CppExtension("mini_ops._C", sources, extra_compile_args={"cxx": cxx}, define_macros=[("MINI_SCALE", "1")]),
+    ],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+OPS_H = """\
+#pragma once
+#include <torch/extension.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+torch::Tensor scale(const torch::Tensor& x, float factor);
+void add_into(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b);
+std::tuple<torch::Tensor, torch::Tensor> split_sign(torch::Tensor x);
+torch::Tensor maybe_bias(const torch::Tensor& x, const c10::optional<torch::Tensor>& bias, bool twice);
+torch::Tensor sum_dims(const torch::Tensor& x, std::vector<int64_t> dims);
+int count(const torch::Tensor& x, int times);
+torch::Tensor by_mode(const torch::Tensor& x, const std::string& mode);
+"""
+
+OPS_CPP = """\
+#include <torch/extension.h>
+#include "ops.h"
+
+// a comment with a brace { and a string "PYBIND11_MODULE(x, m) {"
+torch::Tensor scale(const torch::Tensor& x, float factor) { return x * factor; }
+
+void add_into(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) { out.copy_(a + b); }
+
+std::tuple<torch::Tensor, torch::Tensor> split_sign(torch::Tensor x) { return {x.clamp_min(0), x.clamp_max(0)}; }
+
+torch::Tensor maybe_bias(const torch::Tensor& x, const c10::optional<torch::Tensor>& bias, bool twice) {
+  auto y = bias.has_value() ? x + *bias : x.clone();
+  return twice ? y * 2 : y;
+}
+
+torch::Tensor sum_dims(const torch::Tensor& x, std::vector<int64_t> dims) { return x.sum(dims); }
+
+int count(const torch::Tensor& x, int times) { return static_cast<int>(x.numel()) * times; }
+
+torch::Tensor by_mode(const torch::Tensor& x, const std::string& mode) { return mode == "double" ? x * 2 : x; }
+"""
+
+BINDING_CPP = """\
+#include <torch/extension.h>
+#include "ops.h"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "mini ops";
+  m.def("scale", &scale, "x times factor", py::arg("x"), py::arg("factor") = 2.0);
+  m.def("add_into", &add_into, "out = a + b");
+  m.def("split_sign", &split_sign);
+  m.def("maybe_bias", &maybe_bias, py::arg("x"), py::arg("bias") = py::none(), py::arg("twice") = false);
+  m.def("sum_dims", &sum_dims);
+  m.def("count", &count);
+#ifdef MINI_FAST
+  m.def("by_mode", &by_mode, py::arg("x"), py::kw_only(), py::arg("mode") = "double");
+#endif
+}
+"""
+
+PACKAGE_INIT = """\
+from . import _C
+from ._C import scale
+from mini_ops.helpers import twice
+
+
+def scale_ref(x, factor=2.0):
+    return x * factor
+"""
+
+HELPERS = """\
+import mini_ops._C as ext
+
+
+def twice(x):
+    return ext.scale(x, 2.0)
+"""
+
+
+def write_setup_project(root: Path) -> Path:
+    return write(root, {"setup.py": SETUP_PY, "csrc/ops.h": OPS_H, "csrc/ops.cpp": OPS_CPP,
+                        "csrc/binding.cpp": BINDING_CPP, "mini_ops/__init__.py": PACKAGE_INIT,
+                        "mini_ops/helpers.py": HELPERS, "LICENSE": "MIT License\n\nPermission is hereby granted, "
+                        "free of charge, to any person obtaining a copy\n"})
+
+
+# The agent-written shape (burtenshaw/kernel-skill's examples): a build.toml without edition, version or
+# license, a name with an underscore, and a pybind11 binding defining the functions it binds.
+LAYOUT_TOML = """\
+# Agent kernels
+[general]
+name = "agent_kernels"
+backends = ["cuda"]
+
+[torch]
+src = [
+    "torch-ext/torch_binding.cpp",
+]
+
+[kernel.relu]
+backend = "cuda"
+depends = []
+src = ["kernel_src/relu.cu"]
+cuda-capabilities = ["9.0"]
+"""
+
+LAYOUT_BINDING = """\
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+
+extern "C" void relu_forward_fp32(float*, const float*, int, cudaStream_t);
+
+void relu_forward(torch::Tensor& output, const torch::Tensor& input, float alpha) {
+    TORCH_CHECK(input.is_cuda(), "input must be a CUDA tensor");
+    relu_forward_fp32(output.data_ptr<float>(), input.data_ptr<float>(), input.numel(), nullptr);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("relu_forward", &relu_forward, "ReLU forward (CUDA)");
+}
+"""
+
+LAYOUT_KERNEL = """\
+#include <cuda_runtime.h>
+
+__global__ void relu_kernel(float* out, const float* in, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] > 0.f ? in[i] : 0.f;
+}
+
+extern "C" void relu_forward_fp32(float* out, const float* in, int n, cudaStream_t stream) {
+    relu_kernel<<<(n + 255) / 256, 256, 0, stream>>>(out, in, n);
+}
+"""
+
+LAYOUT_INIT = """\
+import torch
+
+try:
+    from . import _ops as ops
+except ImportError:
+    ops = None
+
+
+def relu(x):
+    out = torch.empty_like(x)
+    ops.relu_forward(out, x, 0.0)
+    return out
+"""
+
+
+def write_layout_project(root: Path) -> Path:
+    return write(root, {"build.toml": LAYOUT_TOML, "torch-ext/torch_binding.cpp": LAYOUT_BINDING,
+                        "kernel_src/relu.cu": LAYOUT_KERNEL, "torch-ext/agent_kernels/__init__.py": LAYOUT_INIT,
+                        "pyproject.toml": '[project]\nname = "agent-kernels"\nlicense = {text = "MIT"}\n'})
+
+
+# A project built with torch.utils.cpp_extension.load(): a wrapper module and a benchmark script.
+LOAD_MAIN = """\
+#include <torch/extension.h>
+
+torch::Tensor forward(torch::Tensor q, torch::Tensor k);
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("forward", torch::wrap_pybind_function(forward), "forward");
+}
+"""
+
+LOAD_KERNEL = """\
+#include <torch/types.h>
+#include <cuda_runtime.h>
+
+torch::Tensor forward(torch::Tensor q, torch::Tensor k) { return q + k; }
+"""
+
+LOAD_WRAPPER = """\
+import os
+
+import torch
+from torch.utils.cpp_extension import load
+
+here = os.path.dirname(__file__)
+mini_attn = load(name="mini_attn", sources=[os.path.join(here, "main.cpp"), os.path.join(here, "kern.cu")],
+                 extra_cuda_cflags=["-O2", "-gencode", "arch=compute_80,code=[sm_80,compute_80]"])
+
+
+class Attention(torch.nn.Module):
+    def forward(self, q, k):
+        return mini_attn.forward(q, k)
+"""
+
+LOAD_BENCH = """\
+import torch
+from torch.utils.cpp_extension import load
+
+mini_attn = load(name="mini_attn", sources=["main.cpp", "kern.cu"], extra_cuda_cflags=["-O2"])
+for _ in range(3):
+    print(mini_attn.forward(torch.ones(2), torch.ones(2)))
+"""
+
+
+def write_load_project(root: Path) -> Path:
+    return write(root, {"main.cpp": LOAD_MAIN, "kern.cu": LOAD_KERNEL, "attention.py": LOAD_WRAPPER,
+                        "bench.py": LOAD_BENCH})
+
+
+# A setup.py only running it can read: the extension depends on torch.cuda.is_available(), and it runs git.
+DYNAMIC_SETUP = """\
+import subprocess
+
+import torch
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+try:
+    version = subprocess.check_output(["git", "describe", "--tags"]).decode().strip()
+except Exception:
+    version = "0.0.0"
+
+cuda = torch.cuda.is_available()
+Extension = CUDAExtension if cuda else CppExtension
+sources = ["dyn.cpp"] + (["dyn_kernel.cu"] if cuda else [])
+setup(name="dyn", version=version, ext_modules=[Extension("dyn_ext", sources)],
+      cmdclass={"build_ext": BuildExtension})
+"""
+
+DYNAMIC_CPP = """\
+#include <torch/extension.h>
+
+torch::Tensor twice(torch::Tensor x);
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("twice", &twice); }
+"""
+
+DYNAMIC_CU = """\
+#include <torch/extension.h>
+
+torch::Tensor twice(torch::Tensor x) { return x * 2; }
+"""
+
+
+def write_dynamic_project(root: Path) -> Path:
+    return write(root, {"setup.py": DYNAMIC_SETUP, "dyn.cpp": DYNAMIC_CPP, "dyn_kernel.cu": DYNAMIC_CU})
+
+
+# What a port cannot carry: a lambda, a class, an overload, a py::object parameter, a module attribute.
+HANDS_CPP = """\
+#include <torch/extension.h>
+
+torch::Tensor good(torch::Tensor x) { return x + 1; }
+torch::Tensor overloaded(torch::Tensor x) { return x; }
+torch::Tensor overloaded(torch::Tensor x, double y) { return x * y; }
+torch::Tensor takes_object(torch::Tensor x, pybind11::object o) { return x; }
+
+struct Counter { int n = 0; };
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("good", &good);
+  m.def("lambda_op", [](torch::Tensor x) { return x * 3; });
+  m.def("overloaded", &overloaded);
+  m.def("takes_object", &takes_object);
+  pybind11::class_<Counter>(m, "Counter").def(pybind11::init<>());
+  m.attr("VERSION") = 3;
+}
+"""
+
+HANDS_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+setup(name="hands", ext_modules=[CppExtension("hands_ext", ["hands.cpp"])], cmdclass={"build_ext": BuildExtension})
+"""
+
+
+def write_hands_project(root: Path) -> Path:
+    return write(root, {"setup.py": HANDS_SETUP, "hands.cpp": HANDS_CPP})

@@ -1,0 +1,73 @@
+"""An adopted CPU extension all the way: adopt -> check -> build -> test, and
+the author's own setup.py build of the same (guarded) sources still works and
+computes what the kernel computes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from adopt_fixtures import write_setup_project
+from cli_helper import run_cli
+from matrix_fixtures import write_local_matrix
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def adopted(tmp_path_factory) -> Path:
+    root = write_setup_project(tmp_path_factory.mktemp("adopt") / "mini")
+    write_local_matrix(root / "matrix.yaml", compute="cpu")  # the project's matrix: the running torch's cpu cell
+    done = run_cli("adopt", str(root), "--force")
+    assert done.returncode == 0, done.output
+    return root
+
+
+def test_the_adopted_project_builds_and_its_written_tests_pass(adopted):
+    built = run_cli("build", str(adopted), "--local", "--json", timeout=1200)
+    report = json.loads(built.stdout)
+    assert built.returncode == 0, report
+    (entry,) = report["variants"]
+    assert entry["state"] == "built" and entry["abi"]["ok"], entry
+    tested = run_cli("test", str(adopted), "--json", timeout=1200)
+    result = json.loads(tested.stdout)
+    assert tested.returncode == 0, result
+    (variant,) = result["variants"].values()
+    # 7 ops: each registered with its schema and called on inputs of its declared types; scale also against scale_ref
+    assert variant["status"] == "passed" and variant["tests"]["passed"] == 14 and variant["tests"]["failed"] == 0
+
+
+def test_the_authors_setup_py_still_builds_the_same_sources_and_computes_the_same(adopted, tmp_path):
+    copy = tmp_path / "own-build"
+    shutil.copytree(adopted, copy, ignore=shutil.ignore_patterns("build", "torch-ext", "tests"))
+    done = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=copy, capture_output=True,
+                          text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (so,) = (copy / "mini_ops").glob("_C*.so")
+    spec = importlib.util.spec_from_file_location("mini_ops._C", so)
+    own = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(own)
+
+    variant = next(p for p in (adopted / "build").iterdir() if (p / "metadata.json").is_file())
+    ops_id = json.loads((variant / "metadata.json").read_text())["id"]
+    torch.ops.load_library(str(next(variant.glob("*.abi3.so"))))
+    ops = getattr(torch.ops, ops_id)
+
+    x, a, b = (torch.randn(5, 7, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    assert torch.equal(own.scale(x, 3.0), ops.scale(x, 3.0)) and torch.equal(own.scale(x), ops.scale(x))
+    out_own, out_op = torch.zeros(5, 7), torch.zeros(5, 7)
+    own.add_into(out_own, a, b)
+    ops.add_into(out_op, a, b)
+    assert torch.equal(out_own, out_op) and torch.equal(out_op, a + b)
+    assert all(torch.equal(p, q) for p, q in zip(own.split_sign(x), ops.split_sign(x), strict=True))
+    assert torch.equal(own.maybe_bias(x, bias=a, twice=True), ops.maybe_bias(x, bias=a, twice=True))
+    assert torch.equal(own.sum_dims(x, [1]), ops.sum_dims(x, [1]))
+    assert own.count(x, 3) == ops.count(x, 3) == 105
+    assert torch.equal(own.by_mode(x), ops.by_mode(x)) and torch.equal(own.by_mode(x, mode="keep"), ops.by_mode(x, mode="keep"))

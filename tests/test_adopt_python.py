@@ -1,0 +1,89 @@
+"""The project's Python carried into the package (publisher/adopt/python.py):
+imports of the extension and of the package itself made relative, load()
+calls replaced by an import, what cannot be rewritten named at its line."""
+
+from __future__ import annotations
+
+import ast
+
+from publisher.adopt.model import Op
+from publisher.adopt.python import ImportContext, alias_module, generated_init, rewrite
+from publisher.adopt.types import parse
+
+CTX = ImportContext(extensions={"fused_ssim_cuda": "fused_ssim_cuda", "pkg._C": "_C"}, package="pkg", depth=0)
+
+
+def _rewrite(text, ctx=CTX, loads=None):
+    new, findings = rewrite(text, "m.py", ctx, loads or {})
+    ast.parse(new)  # still Python
+    return new, findings
+
+
+def test_imports_of_the_extension_module_become_relative():
+    new, findings = _rewrite(
+        "import fused_ssim_cuda\n"
+        "import fused_ssim_cuda as F  # the kernels\n"
+        "from fused_ssim_cuda import fusedssim, fusedssim_backward\n"
+        "if True:\n"
+        "    from fused_ssim_mps import fusedssim\n")
+    assert new == ("from . import fused_ssim_cuda\n"
+                   "from . import fused_ssim_cuda as F  # the kernels\n"
+                   "from .fused_ssim_cuda import fusedssim, fusedssim_backward\n"
+                   "if True:\n"
+                   "    from fused_ssim_mps import fusedssim\n")  # another build's module: not ours to touch
+    assert findings == []
+
+
+def test_absolute_imports_of_the_package_become_relative_at_the_files_depth():
+    text = "from pkg._C import op\nimport pkg._C as ext\nfrom pkg import helpers\nfrom pkg.sub import x\nimport os, pkg._C as c\n"
+    new, _ = _rewrite(text, ImportContext(CTX.extensions, "pkg", depth=1))
+    assert new == ("from .._C import op\nfrom .. import _C as ext\nfrom .. import helpers\nfrom ..sub import x\n"
+                   "import os; from .. import _C as c\n")
+
+
+def test_a_load_call_becomes_an_import_of_the_module_that_replaces_it():
+    text = "from torch.utils.cpp_extension import load\next = load(name='mini_attn',\n  sources=['a.cpp'])\nx = 1\n"
+    new, findings = _rewrite(text, loads={"mini_attn": "mini_attn"})
+    assert "from . import mini_attn as ext  # publisher adopt: was load(name='mini_attn', ...)\n" in new
+    assert "sources" not in new and new.endswith("x = 1\n") and findings == []
+
+
+def test_the_agent_layout_module_named_ops_is_the_builds_ops():
+    new, _ = _rewrite("try:\n    from . import _ops as ops\nexcept ImportError:\n    ops = None\n")
+    assert "    from ._ops import ops\n" in new
+    again, _ = _rewrite(new)
+    assert again == new
+
+
+def test_what_cannot_be_rewritten_is_named_with_its_line():
+    text = ("import importlib\nimport torch\nimport pkg._C\n"
+            "found = importlib.util.find_spec('fused_ssim_cuda')\n"
+            "torch.library.custom_op('pkg::op', mutates_args=())\n"
+            "y = torch.ops.pkg.op\n")
+    new, findings = _rewrite(text)
+    assert {(f.code, f.line) for f in findings} == {("PA121", 3), ("PA121", 4), ("PA122", 5), ("PA122", 6)}
+    assert "import pkg._C\n" in new  # left as it was: the finding says why
+
+
+def test_the_module_replacing_the_extension_aliases_its_functions_to_the_ops():
+    op = Op("forward", "forward", (), parse("torch::Tensor", is_return=True), "LLTM forward", "a.cpp", 3)
+    text = alias_module("lltm_cpp", [op], depth=0)
+    assert "from ._ops import ops\n" in text and "forward = ops.forward  # LLTM forward\n" in text
+    ast.parse(text)
+
+
+def test_a_generated_package_imports_carried_modules_only_when_used():
+    text = generated_init("lltm_cpp", [("lltm_cpp", ["forward", "backward"])], ["lltm"], ["lltm_cpp"])
+    namespace: dict = {}
+    code = compile(text.replace("from .lltm_cpp import backward, forward", "backward = forward = None"), "x", "exec")
+    exec(code, namespace)
+    assert "lltm" not in namespace and namespace["__getattr__"] and '"lltm"' in text
+    assert namespace["__all__"] == ["backward", "forward", "lltm"]
+
+
+def test_an_extension_imported_only_under_a_condition_is_not_imported_on_every_load():
+    from publisher.adopt.python import imports_module
+
+    conditional = "import torch\nif torch.cuda.is_available():\n    from .fused_ssim_cuda import fusedssim\n"
+    assert not imports_module(conditional, "fused_ssim_cuda")  # adopt then imports it at the end of __init__
+    assert imports_module("from . import _C\n", "_C") and imports_module("from .sub._C import f\n", "sub._C")
