@@ -24,7 +24,10 @@ class GitState:
 
 
 def git_state(root: Path) -> GitState | None:
-    """None when the project is not inside a git work tree with a commit."""
+    """None when the project is not inside a git work tree with a commit, or git is not installed
+    (a container image without it builds as well)."""
+    if shutil.which("git") is None:
+        return None
     head = runner.run(["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD"])
     commit = head.output.strip()
     if not head.ok or len(commit) != 40:
@@ -47,6 +50,8 @@ def init(path: Path) -> bool:
 
 
 def tracks(top: Path, path: Path) -> bool:
+    if shutil.which("git") is None:
+        return False
     return runner.run(["git", "-C", str(top), "ls-files", "--error-unmatch", str(path.relative_to(top))]).ok
 
 

@@ -354,12 +354,12 @@ def test_variants_are_benchmarked_in_jobs_and_filed_with_the_job(tmp_path):
 
 
 # -- the Docker path: the job in a container of its image ------------------------------------------
-JOB_IMAGE = "publisher-test/job-python-torch:cpu"
+JOB_IMAGE = "publisher-test/job-python-torch:cpu-gxx"  # a -devel image stand-in: builds need a compiler
 JOB_DOCKERFILE = """\
 FROM {base}
 COPY ca-bundle.crt /opt/job-setup/
 COPY wheels/ /opt/job-setup/wheels/
-RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 python3-venv ca-certificates \\
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 python3-venv g++ ca-certificates \\
     >/dev/null && rm -rf /var/lib/apt/lists/*
 # torch and publisher's dependencies, as a PyTorch image has torch and pip can fetch the rest; publisher
 # itself is not in the image: the job installs the wheel its run carries
@@ -433,61 +433,80 @@ def test_a_variant_is_tested_in_a_container_of_the_jobs_image(tmp_path):
 # -- builds in jobs --------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_variants_are_built_in_parallel_jobs_and_a_failed_one_alone_is_rebuilt(tmp_path):
-    import shutil
-    import threading
-
     import torch
     site = Path(torch.__file__).parents[1]
     token = "hf_" + "b" * 34
     proc, url = _serve(tmp_path, token, Path("/usr/bin/python3"), site)
     try:
-        project = tmp_path / "softcap"
-        shutil.copytree(REPO / "kernel_projects" / "softcap", project, ignore=shutil.ignore_patterns("build"))
-        env = dict(os.environ, HF_ENDPOINT=url, HF_TOKEN=token, HF_HUB_DISABLE_XET="1")
-        api = HfApi(endpoint=url, token=token)
-
-        def jobs_of(variant: str) -> list:
-            return [j for j in api.list_jobs(namespace="publisher-dev")
-                    if (j.labels or {}).get("publisher-variant") == variant and (j.labels or {}).get("publisher") == "build"]
-
-        # A job lost on the way (here: cancelled as soon as it exists, as a preempted job would end).
-        stop = threading.Event()
-
-        def cancel_cuda_job():
-            while not stop.is_set():
-                for job in jobs_of("torch-cuda"):
-                    if job.status.stage in ("SCHEDULING", "RUNNING"):
-                        api.cancel_job(job_id=job.id, namespace="publisher-dev")
-                        return
-                time.sleep(0.2)
-
-        canceller = threading.Thread(target=cancel_cuda_job, daemon=True)
-        canceller.start()
-        out = subprocess.run([str(PUBLISHER), "build", str(project), "--on", "hf-jobs:cpu-upgrade", "--max-parallel", "2",
-                              "--json"], capture_output=True, text=True, env=env, timeout=900)
-        stop.set()
-        log = out.stdout + out.stderr
-        states = {v["variant"]: v["state"] for v in json.loads(out.stdout)["variants"]}
-        assert states == {"torch-cpu": "built-remote", "torch-cuda": "cancelled"} and out.returncode == 1, log[-4000:]
-        # what came back is the variant the job built, checked file by file, where a local build puts it
-        from publisher.builder.metadata import check_variant
-        assert check_variant(project / "build" / "torch-cpu").ok and not (project / "build" / "torch-cuda").exists()
-        assert len(jobs_of("torch-cpu")) == 1 and len(jobs_of("torch-cuda")) == 1
-        assert token not in log
-
-        out = subprocess.run([str(PUBLISHER), "build", str(project), "--on", "hf-jobs:cpu-upgrade", "--only-failed",
-                              "--json"], capture_output=True, text=True, env=env, timeout=900)
-        states = {v["variant"]: v["state"] for v in json.loads(out.stdout)["variants"]}
-        assert states == {"torch-cuda": "built-remote"} and out.returncode == 0, out.stderr[-4000:]
-        assert len(jobs_of("torch-cpu")) == 1 and len(jobs_of("torch-cuda")) == 2  # only the failed one again
-        for job in api.list_jobs(namespace="publisher-dev"):  # the token reached the build jobs as a secret only
-            assert token not in json.dumps(job.environment or {}) + json.dumps(job.secrets or {}, default=str)
-            assert token not in "\n".join(api.fetch_job_logs(job_id=job.id, namespace="publisher-dev"))
-        staged = api.list_repo_files("publisher-dev/publisher-staging", repo_type="model")
-        assert not [f for f in staged if f.startswith("runs/")], staged
-        tested = subprocess.run([str(PUBLISHER), "test", str(project), "--variant", "torch-cpu"], capture_output=True,
-                                text=True, env=env, timeout=600)
-        assert tested.returncode == 0, tested.stderr[-3000:]
+        _build_rehearsal(tmp_path, url, token, [])
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(30)
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_builds_in_containers_of_the_jobs_image(tmp_path):
+    from publisher.hub_server.server import HubServer, ServerConfig
+
+    image = _job_image(tmp_path)
+    token = "hf_" + "c" * 34
+    server = HubServer(tmp_path / "hub", ServerConfig(tokens={token: "write"}, jobs_executor="docker")).start()
+    try:
+        _build_rehearsal(tmp_path, server.url, token, ["--image", image])
+    finally:
+        server.close()
+
+
+def _build_rehearsal(tmp_path: Path, url: str, token: str, extra: list[str]) -> None:
+    """softcap's two variants built as two parallel jobs, one of them lost (cancelled as soon as it
+    exists, as a preempted job ends), then --only-failed rebuilding that one alone."""
+    import shutil
+    import threading
+
+    project = tmp_path / "softcap"
+    shutil.copytree(REPO / "kernel_projects" / "softcap", project, ignore=shutil.ignore_patterns("build"))
+    env = dict(os.environ, HF_ENDPOINT=url, HF_TOKEN=token, HF_HUB_DISABLE_XET="1")
+    api = HfApi(endpoint=url, token=token)
+
+    def jobs_of(variant: str) -> list:
+        return [j for j in api.list_jobs(namespace="publisher-dev")
+                if (j.labels or {}).get("publisher-variant") == variant and (j.labels or {}).get("publisher") == "build"]
+
+    stop = threading.Event()
+
+    def cancel_cuda_job():
+        while not stop.is_set():
+            for job in jobs_of("torch-cuda"):
+                if job.status.stage in ("SCHEDULING", "RUNNING"):
+                    api.cancel_job(job_id=job.id, namespace="publisher-dev")
+                    return
+            time.sleep(0.2)
+
+    canceller = threading.Thread(target=cancel_cuda_job, daemon=True)
+    canceller.start()
+    out = subprocess.run([str(PUBLISHER), "build", str(project), "--on", "hf-jobs:cpu-upgrade", "--max-parallel", "2",
+                          "--json", *extra], capture_output=True, text=True, env=env, timeout=900)
+    stop.set()
+    log = out.stdout + out.stderr
+    states = {v["variant"]: v["state"] for v in json.loads(out.stdout)["variants"]}
+    assert states == {"torch-cpu": "built-remote", "torch-cuda": "cancelled"} and out.returncode == 1, log[-4000:]
+    # what came back is the variant the job built, checked file by file, where a local build puts it
+    from publisher.builder.metadata import check_variant
+    assert check_variant(project / "build" / "torch-cpu").ok and not (project / "build" / "torch-cuda").exists()
+    assert len(jobs_of("torch-cpu")) == 1 and len(jobs_of("torch-cuda")) == 1
+    assert token not in log
+
+    out = subprocess.run([str(PUBLISHER), "build", str(project), "--on", "hf-jobs:cpu-upgrade", "--only-failed",
+                          "--json", *extra], capture_output=True, text=True, env=env, timeout=900)
+    states = {v["variant"]: v["state"] for v in json.loads(out.stdout)["variants"]}
+    assert states == {"torch-cuda": "built-remote"} and out.returncode == 0, out.stderr[-4000:]
+    assert len(jobs_of("torch-cpu")) == 1 and len(jobs_of("torch-cuda")) == 2  # only the failed one again
+    for job in api.list_jobs(namespace="publisher-dev"):  # the token reached the build jobs as a secret only
+        assert token not in json.dumps(job.environment or {}) + json.dumps(job.secrets or {}, default=str)
+        assert token not in "\n".join(api.fetch_job_logs(job_id=job.id, namespace="publisher-dev"))
+    staged = api.list_repo_files("publisher-dev/publisher-staging", repo_type="model")
+    assert not [f for f in staged if f.startswith("runs/")], staged
+    tested = subprocess.run([str(PUBLISHER), "test", str(project), "--variant", "torch-cpu"], capture_output=True,
+                            text=True, env=env, timeout=600)
+    assert tested.returncode == 0, tested.stderr[-3000:]
