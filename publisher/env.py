@@ -154,3 +154,10 @@ def nix_kernel_builder() -> str | None:
 def hub_server_log() -> bool:
     """PUBLISHER_HUB_LOG: hub-server logs every request."""
     return bool(os.environ.get("PUBLISHER_HUB_LOG"))
+
+
+def job_staging() -> tuple[str, str]:
+    """PUBLISHER_STAGING (set by the caller for a remote build job): `<repo>:<path>` of the private staging
+    place the job sends the variants it built to; ("", "") when unset."""
+    repo, _, path = os.environ.get("PUBLISHER_STAGING", "").partition(":")
+    return repo, path

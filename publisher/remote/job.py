@@ -10,7 +10,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from publisher import __version__, state
+from publisher import __version__, env, state
 from publisher.remote import frames
 from publisher.remote.request import JobRequest
 
@@ -63,7 +63,7 @@ def run_build_job(work: Path, request: JobRequest) -> dict:
     options = BuildCommandOptions(path=project, selection=Selection(request.variants), hub_cache=False,
                                   matrix_file=(work / request.matrix) if request.matrix else None)
     run = run_build(options, PlainLines(sys.stdout), note=_say)
-    repo, _, path = os.environ.get("PUBLISHER_STAGING", "").partition(":")
+    repo, path = env.job_staging()
     uploaded = {}
     api = HfApi(token=os.environ.get("HF_TOKEN") or False)
     for result in run.results:
