@@ -1,8 +1,9 @@
 """The bench stage as one call: the project's benchmarks/benchmark*.py against
 each built variant this machine can run (as `publisher test` picks them, in
 the environment the test stage would use), one subprocess per variant, the
-results filed per device in build/.publisher/bench/. Used by `publisher bench`,
-locally and inside a remote job (`publisher bench PATH --json`)."""
+results filed per device in build/.publisher/bench/. Used by `publisher bench`
+here, and inside the remote job of `publisher bench --on` (publisher/remote/job.py),
+whose results remote/stage.py files beside this machine's (file_results)."""
 
 from __future__ import annotations
 
