@@ -71,6 +71,7 @@ class _Planner:
         self.changes: dict[str, FileChange] = {}
         self.notes: list[str] = []
         self._texts: dict[str, str | None] = {}
+        self._moved: dict[str, str] = {}  # old module name -> its name in the kernel's package (for the tests)
 
     # --- files --------------------------------------------------------------------------------
 
@@ -325,6 +326,9 @@ class _Planner:
         inside = {e.module: (e.module.split(".", 1)[1] if e.package else e.module) for e in exts}
         old_package = main_pkg.name if main_pkg else next((e.package for e in exts if e.package), None)
         loads = dict(inside)
+        self._moved = {m: f"{python_name}.{path}" for m, path in inside.items() if path.rpartition(".")[2] != python.OPS_MODULE}
+        if old_package:
+            self._moved[old_package] = python_name
         planned: set[str] = set()
         carried_init: str | None = None
         if main_pkg is not None:
@@ -338,7 +342,7 @@ class _Planner:
                     continue
                 depth = len(PurePosixPath(rel).parts) - 1
                 ctx = python.ImportContext(inside, old_package, depth)
-                new, problems = python.rewrite(text, source, ctx, loads)
+                new, problems = python.rewrite(text, source, ctx, loads, self._sites(source))
                 self.findings += problems
                 if rel == "__init__.py":
                     carried_init = target
@@ -353,7 +357,8 @@ class _Planner:
                                              file=rel))
                 continue
             text = self.original(rel) or ""
-            new, problems = python.rewrite(text, rel, python.ImportContext(inside, old_package, 0), loads)
+            new, problems = python.rewrite(text, rel, python.ImportContext(inside, old_package, 0), loads,
+                                           self._sites(rel))
             self.findings += problems
             self.change(target, new, f"carried from {rel}, imports rewritten")
             planned.add(target)
@@ -403,6 +408,9 @@ class _Planner:
                             access[f] = ""
         return access
 
+    def _sites(self, rel: str) -> dict[int, str]:
+        return {line: module for file, line, module in self.d.load_sites if file == rel}
+
     # --- tests --------------------------------------------------------------------------------
 
     def _tests(self, name: str, python_name: str, version: int, repo_id: str | None, backends: Sequence[str],
@@ -412,7 +420,7 @@ class _Planner:
         existing = [p for p in sources.walk(tests, (".py",))] if tests.is_dir() else []
         ours = [p for p in existing if written_by_adopt(sources.read_text(tests / p))]
         if existing and set(existing) != set(ours):
-            self._check_existing_tests(existing)
+            self._carry_tests(existing, python_name)
             return
         if not ops or (self.root / target).exists():
             return  # written once: the author adjusts its inputs, and a rerun leaves them alone
@@ -428,18 +436,28 @@ class _Planner:
                                                 references=references),
                     "tests: each op loaded through kernels and called on inputs of its declared types")
 
-    def _check_existing_tests(self, existing: Sequence[str]) -> None:
-        uses_kernels = False
+    def _carry_tests(self, existing: Sequence[str], python_name: str) -> None:
+        """The project's own tests stay its tests: `publisher test` runs them against each built variant, which
+        it puts first on the path as the package `python_name`. Their imports of the former extension module(s)
+        (and of the package's old name) are pointed at the kernel's package; tests that reach the kernel
+        neither that way nor through kernels.get_kernel are a finding."""
+        reaches = False
         for rel in existing:
-            text = sources.read_text(self.root / "tests" / rel) or ""
-            if "get_kernel" in text or "get_local_kernel" in text:
-                uses_kernels = True
-        if not uses_kernels:
+            path = f"tests/{rel}"
+            text = self.original(path) or ""
+            new = python.rewrite_tests(text, path, self._moved) if self._moved else text
+            if new != text:
+                self.change(path, new, "the project's test, its imports of the extension pointed at the kernel's "
+                                       "package")
+            reaches = reaches or python.imports_package(new, python_name)
+        if not reaches:
             self.findings.append(finding(
-                "PA121", "tests/ never loads the kernel through kernels.get_kernel: `publisher test` runs them against "
-                "each built variant, and a test that imports the package from the source tree tests none",
+                "PA121", f"tests/ neither imports {python_name} nor loads the kernel through kernels.get_kernel: "
+                "`publisher test` runs them against each built variant, and these test none",
                 file=str(self.root / "tests"),
-                hint="load the kernel as users do: kernel = kernels.get_kernel(\"<org>/<name>\", version=<N>)"))
+                hint=f"import the kernel's package (`import {python_name}`: publisher test puts each variant first on "
+                     "the path under that name), or load it as users do: kernels.get_kernel(\"<org>/<name>\", "
+                     "version=<N>)"))
 
     def _references(self, ops: Sequence[Op], access: dict[str, str]) -> dict[str, str]:
         """op -> expression of a Python reference implementation in the carried package, by name."""
@@ -539,6 +557,8 @@ class _Planner:
         if not (self.root / old_dir / "__init__.py").is_file():
             return {}
         extensions = {f"{old_python}._ops": python.OPS_MODULE}
+        if old_python != python_name:
+            self._moved = {old_python: python_name}
         for rel in sources.walk(self.root / old_dir, (".py",)):
             if PurePosixPath(rel).name == "_ops.py":
                 continue
