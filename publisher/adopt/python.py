@@ -88,8 +88,9 @@ def rewrite(text: str, file: str, ctx: ImportContext, loads: dict[str, str],
             replacement = _ops_module_import(node)
             if replacement is not None:
                 edits.append((node.lineno, node.end_lineno, _indent(lines, node) + replacement + _tail(lines, node)))
-        elif isinstance(node, ast.Assign) and node.lineno in sites and sites[node.lineno] in loads \
-                and not (isinstance(node.value, ast.Call) and _is_load(node.value)) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node in tree.body:
+        elif isinstance(node, ast.Assign) and node in tree.body and sites.get(node.lineno) in loads \
+                and not (isinstance(node.value, ast.Call) and _is_load(node.value)) \
+                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name, target = sites[node.lineno], node.targets[0].id
             frm, leaf = _relative(ctx, loads[name])
             stmt = f"from {frm} import {leaf}" + (f" as {target}" if target != leaf else "")
