@@ -75,6 +75,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PA141": (W, "link argument or library not carried (build.toml has no link flags)"),
     "PA142": (I, "compile flag not carried (the build gives its own)"),
     "PA143": (I, "CUDA architectures chosen by setup.py at run time: the build's defaults used"),
+    "PA144": (W, "CUDA architectures no toolkit of the matrix compiles: the build's defaults used"),
     "PA151": (W, "source or include folder outside the project, or missing"),
     "PA161": (E, "existing files would change (rerun with --force)"),
     # push (the gate, per variant)

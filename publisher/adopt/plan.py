@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path, PurePosixPath
 
@@ -123,6 +123,7 @@ class _Planner:
             ops, bindings = self._port_extension(ext, defs_path)
             ops_by_ext[ext.module] = ops
             kernels.append(self._kernel_table(ext, python_name, len(exts), defs_path))
+        kernels += self._cpu_in_gpu_variants(exts, kernels, backends)
         all_ops = self._unique_ops(ops_by_ext)
         if all_ops:
             module_label = ", ".join(e.module for e in exts)
@@ -248,15 +249,35 @@ class _Planner:
             self.change(path, text, "the CUDA source load_inline compiled")
         return ops
 
+    def _cpu_in_gpu_variants(self, exts: Sequence[Extension], tables: Sequence[buildtoml.KernelTable],
+                             backends: Sequence[str]) -> list[buildtoml.KernelTable]:
+        """A project with a CPU extension beside a CUDA one (torchsort: isotonic_cpu and isotonic_cuda, the
+        same functions) has both on a CUDA machine. kernel-builder compiles a variant from its backend's
+        kernels only, so the CPU extension's sources are listed again as a kernel of each GPU backend: the
+        cuda variant registers the CPU kernels too, as the original module did."""
+        gpu = [b for b in backends if b != "cpu"]
+        out = []
+        for ext, table in zip(exts, tables, strict=True):
+            if ext.backend != "cpu" or ext.inline_sources:
+                continue
+            for backend in gpu:
+                out.append(replace(table, name=f"{table.name}_{backend}", backend=backend, cuda_flags=(), capabilities=()))
+                self.notes.append(f"the CPU extension `{ext.module}` is compiled into the {backend} variants too "
+                                  f"(kernel {table.name}_{backend}), as the original builds it beside the {backend} one")
+        return out
+
     def _unique_ops(self, ops_by_ext: dict[str, list[Op]]) -> list[Op]:
         seen: dict[str, Op] = {}
         out = []
         for module, ops in ops_by_ext.items():
             for op in ops:
+                if op.name in seen and seen[op.name].schema() == op.schema():
+                    continue  # the same function of another backend's extension: one op, a kernel per backend
                 if op.name in seen:
                     self.findings.append(finding("PA112", f"`{op.name}` is bound by two extensions ({module} and "
-                                                 "another); one kernel has one op of a name", file=op.file,
-                                                 line=op.line, hint="rename one of them"))
+                                                 f"another) with different signatures ({seen[op.name].schema()} and "
+                                                 f"{op.schema()}); one kernel has one op of a name", file=op.file,
+                                                 line=op.line, hint="give both the same signature, or rename one"))
                     continue
                 seen[op.name] = op
                 out.append(op)
@@ -290,6 +311,16 @@ class _Planner:
                                          "capabilities; left out", file=ext.origin))
         capabilities = flags.merge_capabilities([*nvcc.archs, *(a for a in arch_list if a not in unknown)]) \
             if ext.backend == "cuda" else ()
+        outdated = _outdated(capabilities)
+        if outdated and self.d.how != "executed":
+            # pointnet2_ops pins 3.7+PTX ... 7.5: a list for the GPUs of its day. What is left of it builds a kernel
+            # no current GPU runs (no PTX survives), so the build's defaults, as for a script that names none.
+            self.findings.append(finding(
+                "PA144", f"`{ext.module}`: CUDA architectures {', '.join(outdated)} are compiled by no CUDA toolkit "
+                f"publisher builds with; the list ({', '.join(capabilities)}) is left out and the kernel is built for "
+                "the toolkit's default capabilities", file=ext.origin, line=ext.line,
+                hint="to narrow them, set cuda-capabilities in the kernel's table of build.toml"))
+            capabilities = ()
         if capabilities and self.d.how == "executed":
             # The script chose them when it ran, under recorders that answer for a GPU they do not have
             # (fused-ssim: the detected GPU's arch, else a fallback list without sm_90): what it picks on one
@@ -571,6 +602,15 @@ class _Planner:
                 self.change(target, new, "the package's own module, imports rewritten"
                             + ("" if source == target else f" (from {source})"))
         return {}
+
+
+def _outdated(capabilities: Sequence[str]) -> list[str]:
+    """The capabilities no CUDA toolkit of publisher's matrix compiles (3.7, 5.0, 6.1 ...)."""
+    from publisher.project.load import matrix_toolkits
+
+    cuda, _ = matrix_toolkits(None)
+    built = {re.sub(r"[af]?(\+PTX)?$", "", c) for caps in cuda.values() for c in caps}
+    return [c for c in capabilities if re.sub(r"[af]?(\+PTX)?$", "", c) not in built]
 
 
 def _flag_defines(flags_: Sequence[str]) -> list[str]:

@@ -67,9 +67,10 @@ def rewrite(text: str, file: str, ctx: ImportContext, loads: dict[str, str],
     lines = text.splitlines(keepends=True)
     edits: list[tuple[int, int, str]] = []  # (first line, last line, replacement), 1-based inclusive
     findings: list[Finding] = []
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}  # names the file reads or binds
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            replacement = _rewrite_import(node, ctx, file, findings)
+            replacement = _rewrite_import(node, ctx, file, findings, used)
             if replacement is not None:
                 edits.append((node.lineno, node.end_lineno, _indent(lines, node) + replacement + _tail(lines, node)))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -142,13 +143,20 @@ def _tail(lines: list[str], node: ast.stmt) -> str:
     return rest if rest.endswith("\n") else rest + ("\n" if last.endswith("\n") else "")
 
 
-def _rewrite_import(node: ast.Import, ctx: ImportContext, file: str, findings: list[Finding]) -> str | None:
+def _rewrite_import(node: ast.Import, ctx: ImportContext, file: str, findings: list[Finding],
+                    used: set[str]) -> str | None:
     parts: list[str] = []
     changed = False
     for alias in node.names:
         inside = _target(ctx, alias.name)
         if inside is None:
             parts.append(f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
+            continue
+        if not alias.asname and "." in alias.name and inside and alias.name.split(".")[0] not in used:
+            # `import pkg.sub` for its effect only (pointnet2_ops/__init__.py): the submodule, relatively
+            frm, leaf = _relative(ctx, inside)
+            parts.append(f"from {frm} import {leaf}")
+            changed = True
             continue
         if not alias.asname and "." in alias.name or inside == "":
             findings.append(finding("PA121", f"`import {alias.name}` reaches the package by its old name, which a "
