@@ -64,6 +64,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PA101": (W, "extension left out (not a torch pybind11 extension, or no usable name or sources)"),
     "PA103": (I, "setup.py was run with recorders (reading it statically was not enough)"),
     "PA104": (W, "setup.py tried to run a program or open a connection; refused"),
+    "PA105": (I, "setup.py answered as on a machine with a CUDA toolkit (none here)"),
     "PA111": (E, "binding construct or type no op schema can carry (needs hands)"),
     "PA112": (E, "bound function whose declaration adopt cannot read (missing, overloaded, template)"),
     "PA113": (W, "detail of the binding not carried (a default value, py::arg names, an m.def argument)"),
@@ -74,6 +75,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PA141": (W, "link argument or library not carried (build.toml has no link flags)"),
     "PA142": (I, "compile flag not carried (the build gives its own)"),
     "PA143": (I, "CUDA architectures chosen by setup.py at run time: the build's defaults used"),
+    "PA144": (W, "CUDA architectures no toolkit of the matrix compiles: the build's defaults used"),
     "PA151": (W, "source or include folder outside the project, or missing"),
     "PA161": (E, "existing files would change (rerun with --force)"),
     # push (the gate, per variant)

@@ -11,14 +11,21 @@ their arguments are compared on those).
     python3 scripts/adopt_equivalence.py prepare --carry DIR NAME=ORIGINAL:ADOPTED[:INPUTS.py] ...
         fill DIR (here, with PyPI): projects/<NAME>/{original,adopted,inputs.py} and whl/ (the wheels
         the GPU machine lacks, for --python-version)
-    python3 scripts/adopt_equivalence.py run --carry DIR [--only NAME] [--device cuda|cpu]
-        on the machine that runs the kernels (no network needed): builds, compares, prints the table,
-        writes $OUT/adopt-equivalence.json (and the build logs) when OUT is set; exit 0 when every op
-        matched, 1 otherwise
+    python3 scripts/adopt_equivalence.py run --carry DIR [--only NAME ...] [--device cuda|cpu]
+            [--jobs N] [--arch native|as-written] [--budget SECONDS]
+        on the machine that runs the kernels (no network needed): builds every project (N at a time),
+        compares, prints the table, writes $OUT/adopt-equivalence.json (and the build logs) when OUT is
+        set; exit 0 when every op matched, 1 otherwise. --arch native (the default) compiles both sides
+        for this GPU's capability only (TORCH_CUDA_ARCH_LIST for the original, cuda-capabilities in the
+        adopted copy's build.toml): the same code the full fat binaries would run here, in a fraction of
+        the time; a setup.py that names its own -gencode list still compiles all of it. --budget stops
+        starting builds past that many seconds (what did not build is a row, the table still prints).
 
 inputs.py (one per project) defines INPUTS = {op: lambda device: (args...)}, and optionally
 NAMES = {op: name in the original module}, TOLERANCE = {op: (rtol, atol)}, MODULE = the original
-module's import name (default: what adopt finds), DEVICE = "cpu" for a CPU extension.
+module's import name (default: what adopt finds), MODULES = {device: module} where the original has
+one module per device (torchsort: isotonic_cpu, isotonic_cuda), DEVICE = "cpu" for a CPU extension,
+DEVICES = ["cuda", "cpu"] to compare on several devices.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GPU_MATRIX = ROOT / "matrices" / "gpu-runner-torch211-cu130.yaml"
 # what the GPU machine lacks for `publisher build` and kernels' loader (see scripts/gpu_test.sh)
-WHEELS = ("kernels==0.17.2", "tomlkit==0.15.2", "kernel-abi-check")
+WHEELS = ("kernels==0.17.2", "tomlkit==0.15.2", "kernel-abi-check", "wheel", "packaging")
 
 
 # --- prepare (here) ---------------------------------------------------------------------------------
@@ -82,31 +89,45 @@ def run(args) -> int:
     carry = Path(args.carry).resolve()
     sys.path.insert(0, str(ROOT))
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
-    site = _install_wheels(carry)
+    started = time.monotonic()
+    _install_wheels(carry)
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    arch = None
+    if device == "cuda" and args.arch == "native":
+        major, minor = torch.cuda.get_device_capability()
+        arch = f"{major}.{minor}"
     print(f"torch {torch.__version__} (CUDA {torch.version.cuda}), device {device}"
-          + (f": {torch.cuda.get_device_name()}" if device == "cuda" else ""), flush=True)
-    rows: list[dict] = []
+          + (f": {torch.cuda.get_device_name()}, builds for {arch or 'what each project names'}"
+             if device == "cuda" else ""), flush=True)
     projects = sorted(p for p in (carry / "projects").iterdir() if p.is_dir())
     if args.only:
         projects = [p for p in projects if p.name in args.only]
     work = Path(tempfile.mkdtemp(prefix="adopt-equivalence-"))
-    for project in projects:
-        started = time.monotonic()
-        print(f"\n== {project.name}", flush=True)
-        try:
-            rows += _compare_project(project, work / project.name, device, site, out)
-        except Exception as err:  # noqa: BLE001 - one project's failure is a row, the others still run
-            traceback.print_exc()
-            rows.append({"project": project.name, "op": "-", "result": f"error: {type(err).__name__}: {err}"[:300]})
-        print(f"   ({time.monotonic() - started:.0f} s)", flush=True)
+    deadline = started + args.budget
+    jobs = max(1, args.jobs)
+    cores = max(1, (os.cpu_count() or 4) // jobs)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        builds = {p.name: pool.submit(_build_both, p, work / p.name, device, arch, out, deadline, cores)
+                  for p in projects}
+        rows: list[dict] = []
+        for project in projects:
+            print(f"\n== {project.name}", flush=True)
+            try:
+                built = builds[project.name].result()
+                rows += _compare_project(project, built, device)
+            except Exception as err:  # noqa: BLE001 - one project's failure is a row, the others still run
+                traceback.print_exc()
+                rows.append({"project": project.name, "op": "-", "result": f"error: {type(err).__name__}: {err}"[:300]})
+    print(f"\nall projects: {time.monotonic() - started:.0f} s", flush=True)
     _print_table(rows)
     if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / "adopt-equivalence.json").write_text(json.dumps({"device": device, "torch": torch.__version__,
-                                                                "rows": rows}, indent=2))
+                                                                "arch": arch, "rows": rows}, indent=2))
     return 0 if rows and all(r["result"] in ("identical", "close") for r in rows) else 1
 
 
@@ -122,28 +143,52 @@ def _install_wheels(carry: Path) -> Path | None:
     return site
 
 
-def _compare_project(project: Path, work: Path, device: str, site, out: Path | None) -> list[dict]:
+def _build_both(project: Path, work: Path, device: str, arch: str | None, out: Path | None, deadline: float,
+                cores: int) -> dict:
+    """Build the original and the adopted copy of one project (a worker thread); the modules are loaded later."""
     inputs = _load_inputs(project / "inputs.py")
-    device = getattr(inputs, "DEVICE", device)
     shutil.rmtree(work, ignore_errors=True)
-    original = work / "original"
-    adopted = work / "adopted"
+    original, adopted = work / "original", work / "adopted"
     shutil.copytree(project / "original", original)
     shutil.copytree(project / "adopted", adopted)
-    module = _build_original(original, work, getattr(inputs, "MODULE", None), out, project.name)
-    ops_ns = _build_adopted(adopted, out, project.name, device)
+    env = {**os.environ, "MAX_JOBS": str(cores)}
+    if arch:
+        env["TORCH_CUDA_ARCH_LIST"] = arch
+        _narrow_capabilities(adopted / "build.toml", arch)
+    built = {"inputs": inputs, "work": work}
+    built["original"] = _build_original(original, work, out, project.name, env, deadline)
+    built["adopted"] = _build_adopted(adopted, out, project.name, env, deadline)
+    return built
+
+
+def _narrow_capabilities(toml: Path, arch: str) -> None:
+    import tomlkit
+
+    doc = tomlkit.parse(toml.read_text())
+    for kernel in (doc.get("kernel") or {}).values():
+        if kernel.get("backend") == "cuda":
+            kernel["cuda-capabilities"] = [arch]
+    toml.write_text(tomlkit.dumps(doc))
+
+
+def _compare_project(project: Path, built: dict, device: str) -> list[dict]:
+    inputs = built["inputs"]
+    devices = list(getattr(inputs, "DEVICES", [getattr(inputs, "DEVICE", device)]))
+    ops_ns = _load_adopted(built["adopted"], project.name, devices)
     names = getattr(inputs, "NAMES", {})
     tolerance = getattr(inputs, "TOLERANCE", {})
     rows = []
-    for op, make in inputs.INPUTS.items():
-        row = {"project": project.name, "op": op}
-        try:
-            row.update(_compare_op(getattr(module, names.get(op, op)), getattr(ops_ns, op), make, device,
-                                   tolerance.get(op, (1e-5, 1e-6))))
-        except Exception as err:  # noqa: BLE001 - shown in the table
-            row["result"] = f"error: {type(err).__name__}: {err}"[:300]
-        print(f"   {op}: {row['result']}", flush=True)
-        rows.append(row)
+    for dev in devices:
+        module = _load_original(built["original"], getattr(inputs, "MODULES", {}).get(dev, getattr(inputs, "MODULE", None)))
+        for op, make in inputs.INPUTS.items():
+            row = {"project": project.name, "op": op if len(devices) == 1 else f"{op} [{dev}]"}
+            try:
+                row.update(_compare_op(getattr(module, names.get(op, op)), getattr(ops_ns, op), make, dev,
+                                       tolerance.get(op, (1e-5, 1e-6))))
+            except Exception as err:  # noqa: BLE001 - shown in the table
+                row["result"] = f"error: {type(err).__name__}: {err}"[:300]
+            print(f"   {row['op']}: {row['result']}", flush=True)
+            rows.append(row)
     return rows
 
 
@@ -163,41 +208,67 @@ def _log(out: Path | None, name: str, text: str) -> None:
             fh.write(text)
 
 
-def _build_original(root: Path, work: Path, module_name: str | None, out: Path | None, name: str):
-    """The original extension, built as its author builds it; returns its Python module."""
-    import torch  # noqa: F401 - the extension's symbols come from torch's libraries
+def _remaining(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 5:
+        raise TimeoutError("not built: the time budget (--budget) was spent")
+    return left
 
-    from publisher.adopt.discover import read_load_calls, read_setup
 
-    if (root / "setup.py").is_file():
-        discovery = read_setup(root)
-        ext = discovery.extensions[0]
-        started = time.monotonic()
-        result = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=root,
-                                capture_output=True, text=True, env={**os.environ, "MAX_JOBS": str(os.cpu_count() or 4)})
+def _build_original(root: Path, work: Path, out: Path | None, name: str, env: dict, deadline: float) -> dict:
+    """The original extension, built as its author builds it (its setup.py, or its own load() call)."""
+    from publisher.adopt.discover import discover
+
+    found = discover(root)
+    started = time.monotonic()
+    if found.route == "setup.py":
+        try:
+            result = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=root, capture_output=True,
+                                    text=True, env=env, timeout=_remaining(deadline))
+        except subprocess.TimeoutExpired:
+            raise TimeoutError("original: setup.py build_ext still running when the time budget was spent") from None
         _log(out, f"{name}-original-build", result.stdout + result.stderr)
         if result.returncode != 0:
             tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
-            raise RuntimeError(f"setup.py build_ext --inplace failed:\n{tail}")
-        print(f"   original: setup.py build_ext --inplace ({time.monotonic() - started:.0f} s)", flush=True)
-        return _import_built(root, module_name or ext.module)
-    discovery = read_load_calls(root)
-    if discovery is None:
-        raise RuntimeError("the original has neither setup.py nor a load() call")
-    ext = discovery.extensions[0]
-    from torch.utils.cpp_extension import load
-
+            raise RuntimeError(f"original: setup.py build_ext --inplace failed:\n{tail}")
+        print(f"   {name} original: setup.py build_ext --inplace ({time.monotonic() - started:.0f} s)", flush=True)
+        return {"route": "setup.py", "root": root, "module": found.extensions[0].module,
+                "modules": [e.module for e in found.extensions]}
+    ext = found.extensions[0]
     build_dir = work / f"jit-{ext.leaf}"
     build_dir.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    module = load(name=ext.leaf, sources=[str(root / s) for s in ext.sources], extra_cflags=list(ext.cxx_flags),
-                  extra_cuda_cflags=list(ext.nvcc_flags), extra_include_paths=[str(root / i) for i in ext.include_dirs],
-                  build_directory=str(build_dir), verbose=False)
-    print(f"   original: its own load(name={ext.leaf!r}) ({time.monotonic() - started:.0f} s)", flush=True)
-    return module
+    # the project's own load() call, made in a child process (a build per thread; torch's loader is not thread-safe)
+    script = (f"import sys, torch\nfrom torch.utils.cpp_extension import load\n"
+              f"load(name={ext.leaf!r}, sources={[str(root / s) for s in ext.sources]!r}, "
+              f"extra_cflags={list(ext.cxx_flags)!r}, extra_cuda_cflags={list(ext.nvcc_flags)!r}, "
+              f"extra_include_paths={[str(root / i) for i in ext.include_dirs]!r}, build_directory={str(build_dir)!r})\n")
+    try:
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                                timeout=_remaining(deadline))
+    except subprocess.TimeoutExpired:
+        raise TimeoutError("original: load() still compiling when the time budget was spent") from None
+    _log(out, f"{name}-original-build", result.stdout + result.stderr)
+    if result.returncode != 0:
+        raise RuntimeError("original: its load() call failed:\n" + "\n".join(result.stderr.strip().splitlines()[-15:]))
+    print(f"   {name} original: its own load(name={ext.leaf!r}) ({time.monotonic() - started:.0f} s)", flush=True)
+    return {"route": "load()", "leaf": ext.leaf, "build_dir": build_dir, "module": ext.leaf}
+
+
+def _load_original(built: dict, module_name: str | None):
+    import torch  # noqa: F401 - the extension's symbols come from torch's libraries
+
+    if built["route"] == "setup.py":
+        return _import_built(built["root"], module_name or built["module"])
+    (so,) = list(built["build_dir"].glob(f"{built['leaf']}*.so"))
+    spec = importlib.util.spec_from_file_location(built["leaf"], so)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
 
 
 def _import_built(root: Path, module: str):
+    if module in sys.modules:
+        return sys.modules[module]
     leaf = module.rsplit(".", 1)[-1]
     package = module.rsplit(".", 1)[0].replace(".", "/") if "." in module else ""
     found = [p for p in root.rglob(f"{leaf}*.so") if not package or p.parent.as_posix().endswith(package)]
@@ -206,30 +277,40 @@ def _import_built(root: Path, module: str):
     spec = importlib.util.spec_from_file_location(module, found[0])
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
+    sys.modules[module] = loaded
     return loaded
 
 
-def _build_adopted(root: Path, out: Path | None, name: str, device: str):
-    """The adopted project built with publisher for this torch; returns its torch.ops namespace."""
+def _build_adopted(root: Path, out: Path | None, name: str, env: dict, deadline: float) -> Path:
+    """The adopted project built with publisher for this torch (--local: this torch's variant and its cpu one)."""
     import torch
 
     started = time.monotonic()
     cmd = [sys.executable, "-m", "publisher", "build", str(root), "--local"]
     if GPU_MATRIX.is_file() and torch.version.cuda:
         cmd += ["--matrix", str(GPU_MATRIX)]
-    result = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.environ.get(
-        "PYTHONPATH", str(ROOT))})
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=_remaining(deadline),
+                                env={**env, "PYTHONPATH": env.get("PYTHONPATH", str(ROOT))})
+    except subprocess.TimeoutExpired:
+        raise TimeoutError("adopted: publisher build still running when the time budget was spent") from None
     _log(out, f"{name}-adopted-build", result.stdout + result.stderr)
     logs = sorted((root / "build" / ".publisher" / "logs").glob("*.log")) if (root / "build").is_dir() else []
     for log in logs:
         _log(out, f"{name}-adopted-build", f"\n--- {log.name}\n" + log.read_text(errors="replace")[-20000:])
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
-        raise RuntimeError(f"publisher build --local failed:\n{tail}")
-    print(f"   adopted: publisher build --local ({time.monotonic() - started:.0f} s)", flush=True)
-    import kernels
+        raise RuntimeError(f"adopted: publisher build --local failed:\n{tail}")
+    print(f"   {name} adopted: publisher build --local ({time.monotonic() - started:.0f} s)", flush=True)
+    return root
 
-    module = kernels.get_local_kernel(root, backend="cpu" if device == "cpu" else None)
+
+def _load_adopted(root: Path, name: str, devices: list[str]):
+    """The built variant, loaded as users load it (kernels); its torch.ops namespace."""
+    import kernels
+    import torch
+
+    module = kernels.get_local_kernel(root, backend="cpu" if devices == ["cpu"] else None)
     variant = Path(module.__file__).parent
     ops_id = json.loads((variant / "metadata.json").read_text())["id"]
     print(f"   adopted: loaded {variant.name} ({ops_id})", flush=True)
@@ -314,6 +395,10 @@ def main() -> int:
     r.add_argument("--carry", required=True)
     r.add_argument("--only", nargs="*")
     r.add_argument("--device", choices=["cuda", "cpu"])
+    r.add_argument("--jobs", type=int, default=3, help="projects built at once (the cores are shared among them)")
+    r.add_argument("--arch", choices=["native", "as-written"], default="native",
+                   help="native: compile both sides for this GPU only; as-written: what each project names")
+    r.add_argument("--budget", type=float, default=540.0, help="seconds after which no build is started or waited for")
     args = parser.parse_args()
     return prepare(args) if args.command == "prepare" else run(args)
 

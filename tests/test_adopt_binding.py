@@ -106,3 +106,15 @@ def test_the_defs_file_lists_each_schema_with_where_it_came_from():
     assert 'ops.def("scale(Tensor x, float factor=2.0) -> Tensor");' in text
     assert 'ops.def("by_mode(Tensor x, *, str mode=\\"double\\") -> Tensor");' in text
     assert "REGISTER_EXTENSION(TORCH_EXTENSION_NAME)" in text and "binding.cpp:8: x times factor" in text
+
+
+def test_an_optional_tensor_taken_by_reference_is_a_mutable_optional_through_a_shim():
+    # causal-conv1d: `c10::optional<at::Tensor> &final_states_out_` (pybind11 passes a copy; so does the shim)
+    text = ("#include <torch/extension.h>\n"
+            "void fwd(const at::Tensor &x, at::Tensor &out, c10::optional<at::Tensor> &final_states_out_, bool silu) {}\n"
+            "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"fwd\", &fwd); }\n")
+    (op,) = _read(text).ops
+    assert op.schema() == "fwd(Tensor x, Tensor(a!) out, Tensor(b!)? final_states_out_, bool silu) -> ()"
+    ported = binding.port_binding(_read(text), ("cuda",), "torch-ext/torch_binding.cpp")
+    assert ("const std::optional<at::Tensor>& final_states_out_, bool silu) { c10::optional<at::Tensor> "
+            "final_states_out__arg(final_states_out_); fwd(x, out, final_states_out__arg, silu); }") in ported

@@ -8,7 +8,12 @@ import ast
 import json
 from pathlib import Path
 
-from adopt_fixtures import write_hands_project, write_layout_project, write_load_project, write_setup_project
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from adopt_fixtures import write, write_hands_project, write_layout_project, write_load_project, write_setup_project
 from cli_helper import run_cli
 
 
@@ -171,3 +176,40 @@ def test_architectures_a_setup_py_picks_when_it_runs_are_not_pinned(tmp_path):
     assert done.returncode == 0, done.output
     assert "PA143" in done.output and "7.5, 8.9" in done.output
     assert "cuda-capabilities" not in (root / "build.toml").read_text()
+
+
+TWIN_SETUP = """\
+import os
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+os.environ["TORCH_CUDA_ARCH_LIST"] = "3.7+PTX;6.1;7.5"
+setup(name="twin", packages=["twin"],
+      ext_modules=[CppExtension("twin.ops_cpu", ["twin/ops_cpu.cpp"], extra_compile_args=["-fopenmp"]),
+                   CUDAExtension("twin.ops_cuda", ["twin/ops_cuda.cu"])],
+      cmdclass={"build_ext": BuildExtension})
+"""
+TWIN_SOURCE = """\
+#include <torch/extension.h>
+torch::Tensor isotonic(torch::Tensor y) { return y; }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("isotonic", &isotonic, "the %s kernel"); }
+"""
+
+
+def test_a_cpu_and_a_cuda_extension_binding_the_same_functions_become_one_op_in_both_variants(tmp_path):
+    # torchsort: isotonic_cpu and isotonic_cuda bind the same functions; an old TORCH_CUDA_ARCH_LIST (pointnet2_ops)
+    root = write(tmp_path / "twin", {"setup.py": TWIN_SETUP, "twin/__init__.py": "from .ops_cpu import isotonic\n",
+                                     "twin/ops_cpu.cpp": TWIN_SOURCE % "cpu", "twin/ops_cuda.cu": TWIN_SOURCE % "cuda"})
+    done = run_cli("adopt", str(root), "--force", "--license", "mit", "--json")
+    doc = json.loads(done.stdout)
+    assert done.returncode == 0, doc["findings"]
+    assert [op["schema"] for op in doc["ops"]] == ["isotonic(Tensor y) -> Tensor"]
+    (outdated,) = [f for f in doc["findings"] if f["code"] == "PA144"]
+    assert "3.7+PTX, 6.1" in outdated["message"]
+    kernels = tomllib.loads((root / "build.toml").read_text())["kernel"]
+    assert {name: k["backend"] for name, k in kernels.items()} == {
+        "twin_ops_cpu": "cpu", "twin_ops_cuda": "cuda", "twin_ops_cpu_cuda": "cuda"}  # the cuda variant has both
+    assert kernels["twin_ops_cpu_cuda"]["src"] == ["twin/ops_cpu.cpp"] and "cuda-capabilities" not in kernels["twin_ops_cuda"]
+    assert "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops)" in (root / "twin/ops_cpu.cpp").read_text()
+    assert "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CUDA, ops)" in (root / "twin/ops_cuda.cu").read_text()
+    assert run_cli("check", str(root)).returncode == 0

@@ -103,3 +103,53 @@ def test_without_an_extension_the_error_says_what_was_looked_for(tmp_path):
     assert "a, b" in refused.value.message.replace(os.sep, "/")
     with pytest.raises(UsageError):
         discover(tmp_path / "missing")
+
+
+# Dao-AILab's pattern (fast-hadamard-transform, causal-conv1d): the flags depend on `nvcc -V` under CUDA_HOME
+NVCC_VERSION_SETUP = """\
+import subprocess
+from packaging.version import Version
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension, CUDA_HOME
+
+def get_cuda_bare_metal_version(cuda_dir):
+    raw_output = subprocess.check_output([cuda_dir + "/bin/nvcc", "-V"], universal_newlines=True)
+    output = raw_output.split()
+    return raw_output, Version(output[output.index("release") + 1].split(",")[0])
+
+cc_flag = []
+if CUDA_HOME is not None:
+    _, bare_metal_version = get_cuda_bare_metal_version(CUDA_HOME)
+if bare_metal_version >= Version("12.8"):
+    cc_flag += ["-gencode", "arch=compute_100,code=sm_100"]
+setup(name="fht", ext_modules=[CUDAExtension("fht_cuda", ["k.cu"], extra_compile_args={"nvcc": ["-O3"] + cc_flag})],
+      cmdclass={"build_ext": BuildExtension})
+"""
+
+
+def test_a_setup_py_asking_nvcc_its_version_is_answered_as_on_a_machine_with_cuda(tmp_path):
+    root = write(tmp_path / "fht", {"setup.py": NVCC_VERSION_SETUP, "k.cu": "// kernel\n"})
+    found = discover(root)
+    (ext,) = found.extensions
+    assert found.how == "executed" and ext.module == "fht_cuda" and "arch=compute_100,code=sm_100" in ext.nvcc_flags
+    (answered,) = [f for f in found.findings if f.code == "PA105"]
+    assert "nvcc -V: release 13.0" in answered.message and "CUDA_HOME" in answered.message
+    assert str(tmp_path) not in answered.message and "publisher-adopt-" not in answered.message
+
+
+def test_a_setup_py_that_only_packages_leaves_the_extension_to_the_packages_load_call(tmp_path):
+    # KNN_CUDA: setup.py has no ext_modules; knn_cuda/__init__.py builds the extension with load() through a function
+    init = ("import os\nfrom torch.utils.cpp_extension import load\n\n"
+            "def load_cpp_ext(ext_name):\n"
+            "    root_dir = os.path.join(os.path.split(__file__)[0])\n"
+            "    os.makedirs(os.path.join(root_dir, '_ext'), exist_ok=True)\n"
+            "    return load(name=ext_name, sources=[os.path.join(root_dir, 'csrc', ext_name + '.cu')])\n\n"
+            "_knn = load_cpp_ext('knn')\n")
+    root = write(tmp_path / "KNN", {"setup.py": "from setuptools import setup, find_packages\n"
+                                                "setup(name='KNN_CUDA', packages=find_packages())\n",
+                                    "knn_cuda/__init__.py": init, "knn_cuda/csrc/knn.cu": "// kernel\n"})
+    found = discover(root)
+    assert found.route == "load()" and [e.module for e in found.extensions] == ["knn"]
+    assert found.extensions[0].sources == ("knn_cuda/csrc/knn.cu",)
+    assert [(p.name, p.path) for p in found.packages] == [("knn_cuda", "knn_cuda")]
+    assert found.load_sites == (("knn_cuda/__init__.py", 9, "knn"),)

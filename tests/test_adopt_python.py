@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from publisher.adopt.model import Op
-from publisher.adopt.python import ImportContext, alias_module, generated_init, rewrite
+from publisher.adopt.python import ImportContext, alias_module, generated_init, imports_package, rewrite, rewrite_tests
 from publisher.adopt.types import parse
 
 CTX = ImportContext(extensions={"fused_ssim_cuda": "fused_ssim_cuda", "pkg._C": "_C"}, package="pkg", depth=0)
@@ -59,10 +59,37 @@ def test_what_cannot_be_rewritten_is_named_with_its_line():
     text = ("import importlib\nimport torch\nimport pkg._C\n"
             "found = importlib.util.find_spec('fused_ssim_cuda')\n"
             "torch.library.custom_op('pkg::op', mutates_args=())\n"
-            "y = torch.ops.pkg.op\n")
+            "y = torch.ops.pkg.op\n"
+            "z = pkg._C.forward\n")
     new, findings = _rewrite(text)
     assert {(f.code, f.line) for f in findings} == {("PA121", 3), ("PA121", 4), ("PA122", 5), ("PA122", 6)}
-    assert "import pkg._C\n" in new  # left as it was: the finding says why
+    assert "import pkg._C\n" in new  # `pkg` is used: left as it was, the finding says why
+
+
+def test_an_import_of_a_submodule_for_its_effect_becomes_relative():
+    # pointnet2_ops/__init__.py: `import pointnet2_ops.pointnet2_utils` and the name `pointnet2_ops` never used
+    new, findings = _rewrite("import pkg.utils\nimport pkg._C\nfrom pkg._version import __version__\n")
+    assert new == "from . import utils\nfrom . import _C\nfrom ._version import __version__\n" and not findings
+
+
+def test_an_extension_built_through_a_function_of_the_module_becomes_an_import():
+    # KNN_CUDA: `_knn = load_cpp_ext("knn")`, whose body calls load(name=ext_name, ...)
+    text = ("def load_cpp_ext(name):\n    return load(name=name, sources=[name + '.cu'])\n\n"
+            "_knn = load_cpp_ext('knn')\n\n\ndef knn(a, b, k):\n    return _knn.knn(a, b, k)\n")
+    new, findings = rewrite(text, "knn_cuda/__init__.py", CTX, {"knn": "knn"}, {4: "knn"})
+    assert "from . import knn as _knn  # publisher adopt: was built by load(name='knn', ...)\n" in new
+    assert "return _knn.knn(a, b, k)" in new and not findings
+
+
+def test_the_projects_tests_import_the_kernels_package_instead_of_the_extension():
+    moved = {"causal_conv1d_cuda": "causal_conv1d.causal_conv1d_cuda", "old_pkg": "new_pkg",
+             "old_pkg._C": "new_pkg._C"}
+    text = ("import causal_conv1d_cuda\nimport causal_conv1d_cuda as cc\nfrom old_pkg.utils import f\n"
+            "import old_pkg\nfrom causal_conv1d.interface import g\n")
+    new = rewrite_tests(text, "tests/test_x.py", moved)
+    assert new == ("from causal_conv1d import causal_conv1d_cuda\nfrom causal_conv1d import causal_conv1d_cuda as cc\n"
+                   "from new_pkg.utils import f\nimport new_pkg as old_pkg\nfrom causal_conv1d.interface import g\n")
+    assert imports_package(new, "causal_conv1d") and not imports_package("import torch\n", "causal_conv1d")
 
 
 def test_the_module_replacing_the_extension_aliases_its_functions_to_the_ops():

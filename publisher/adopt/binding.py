@@ -390,7 +390,9 @@ def _kernel(op: Op) -> str:
     if not op.needs_shim:
         return f"&{op.function}"
     params = ", ".join(f"{a.ctype.shim_type()} {a.name}" for a in op.args)
-    call = f"{op.function}({', '.join(a.ctype.convert(a.name) for a in op.args)})"
+    # an optional tensor the function takes by non-const reference gets a local copy (its tensor is the caller's)
+    prelude = "".join(f"{a.ctype.written} {a.name}_arg({a.name}); " for a in op.args if a.ctype.mutable_optional)
+    call = f"{op.function}({', '.join(f'{a.name}_arg' if a.ctype.mutable_optional else a.ctype.convert(a.name) for a in op.args)})"
     r = op.returns
     if r.kind == "void":
         body = f"{call};"
@@ -401,7 +403,7 @@ def _kernel(op: Op) -> str:
     else:
         body = f"return {call};"
     # a shim: the dispatcher takes double and int64_t, the function wants float or int
-    return f"[]({params}) {{ {body} }}"
+    return f"[]({params}) {{ {prelude}{body} }}"
 
 
 def guard_includes(text: str) -> str:

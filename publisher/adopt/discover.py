@@ -51,6 +51,10 @@ def discover(root: Path) -> Discovery:
         return _from_layout(root, existing, toml_text or "")
     if route == "setup.py" or (route is None and (root / "setup.py").is_file()):
         if (root / "setup.py").is_file():
+            if route != "setup.py" and not _declares_extensions(root):
+                found = _from_load_calls(root, existing)  # a setup.py that packages a package calling load()
+                if found is not None:
+                    return found
             return _from_setup(root, existing)
     found = _from_load_calls(root, existing)
     if found is not None:
@@ -64,6 +68,14 @@ def discover(root: Path) -> Discovery:
                        "no build.toml)",
                        "pass the folder of a torch.utils.cpp_extension project (setup.py with CUDAExtension or "
                        "CppExtension, or a script calling load())")
+
+
+def _declares_extensions(root: Path) -> bool:
+    """Whether setup.py may build a torch extension at all (it names one of torch's extension classes, or
+    passes ext_modules): a setup.py that only packages Python code leaves the extension to load() calls
+    (KNN_CUDA's package builds itself with load() on import)."""
+    text = sources.read_text(root / "setup.py") or ""
+    return bool(re.search(r"\b(CUDAExtension|CppExtension|ext_modules)\b", text))
 
 
 # --- an existing build.toml ---------------------------------------------------------------------
@@ -145,6 +157,12 @@ def _read_setup(root: Path, existing: Existing, scratch: Path) -> Discovery:
                                      "and subprocesses were replaced; torch.cuda.is_available() answered True"))
         for blocked in recorded.get("blocked") or []:
             findings.append(finding("PA104", f"setup.py tried {blocked}; refused", file=str(script)))
+        answered = recorded.get("answered") or []
+        if answered:
+            findings.append(finding("PA105", "no CUDA toolkit here: setup.py was answered as on a machine with CUDA "
+                                    f"{facts()['recorded_cuda_version']} ({'; '.join(answered)})", file=str(script),
+                                    hint="what the script decides from the toolkit's version (flags, architectures) "
+                                         "is recorded for that version"))
         if recorded.get("error"):
             raise ProjectError(f"{script}: running it with recorders failed: {recorded['error']}",
                                "make setup.py declare its extensions without building anything, or pass the sources "
@@ -192,8 +210,8 @@ def _execute(root: Path, scratch: Path) -> tuple[dict, Path]:
     env = dict(os.environ)
     env.update({"PYTHONDONTWRITEBYTECODE": "1", "FORCE_CUDA": "1", "PIP_NO_INDEX": "1",
                 "no_proxy": "", "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"})
-    result = runner.run([sys.executable, str(RECORDER), str(out), "setup.py"], cwd=copy, env=env,
-                        timeout=EXEC_TIMEOUT)
+    result = runner.run([sys.executable, str(RECORDER), str(out), "setup.py", str(facts()["recorded_cuda_version"])],
+                        cwd=copy, env=env, timeout=EXEC_TIMEOUT)
     if result.timed_out:
         raise ProjectError(f"{root / 'setup.py'}: still running after {int(EXEC_TIMEOUT)} s with recorders",
                            "make setup.py declare its extensions without long work at import time")
@@ -282,8 +300,31 @@ def _from_load_calls(root: Path, existing: Existing) -> Discovery | None:
         raise ProjectError(f"{root}: the load() calls found declare no extension adopt can port",
                            "see the findings above")
     exts = tuple(extensions.values())
+    sites = []
+    for rel, call in found:
+        name = call.kwargs.get("name", call.args[0] if call.args else None)
+        if call.assigned_line is not None and name in extensions:
+            sites.append((rel, call.assigned_line, name))
     return Discovery(root=root, route="load()", how="static", extensions=exts, wrappers=_wrappers(root, exts),
-                     existing=existing, findings=tuple(findings))
+                     packages=_load_packages(root, [rel for rel, _ in found if not _is_script(rel)]),
+                     load_sites=tuple(sites), existing=existing, findings=tuple(findings))
+
+
+def _load_packages(root: Path, files: list[str]) -> tuple[PythonPackage, ...]:
+    """The packages whose modules call load() (KNN_CUDA: knn_cuda/__init__.py builds its extension on import):
+    the project's Python API, carried whole. Their outermost folder holding an __init__.py."""
+    out: dict[str, PythonPackage] = {}
+    for rel in files:
+        parts = Path(rel).parts[:-1]
+        top = None
+        for i in range(len(parts)):
+            if (root.joinpath(*parts[:i + 1]) / "__init__.py").is_file():
+                top = parts[:i + 1]
+                break
+        if top and re.fullmatch(r"[A-Za-z_]\w*", top[-1]):
+            path = "/".join(top)
+            out.setdefault(path, PythonPackage(top[-1], path))
+    return tuple(out.values())
 
 
 def _load_extension(root: Path, base: Path, rel: str, call: Call) -> tuple[Extension | None, list[Finding]]:
@@ -364,7 +405,10 @@ def _is_script(rel: str) -> bool:
 def _wrappers(root: Path, extensions) -> tuple[str, ...]:
     """Python modules outside any package that import (or load()) one of the extensions and define the
     classes or functions around it: the project's Python API, carried into the package."""
-    leaves = {e.module.split(".")[0] for e in extensions} | {e.leaf for e in extensions}
+    # the extension modules themselves: a file that imports only their package (torchsort's extra/cifar10.py:
+    # `import torchsort`) uses the package, it does not wrap the extension
+    modules = {e.module for e in extensions}
+    leaves = {e.module for e in extensions if not e.package}
     out = []
     for rel in sources.walk(root, (".py",)):
         if _is_script(rel) or (root / Path(rel).parent / "__init__.py").is_file() and Path(rel).parent != Path("."):
@@ -380,16 +424,19 @@ def _wrappers(root: Path, extensions) -> tuple[str, ...]:
             continue
         if any(isinstance(n, (ast.For, ast.While, ast.With)) for n in tree.body):
             continue  # work at import time: a script
-        if _imports_any(tree, leaves) or _loads_any(tree, leaves):
+        if _imports_any(tree, modules) or _loads_any(tree, leaves):
             out.append(rel)
     return tuple(out)
 
 
-def _imports_any(tree: ast.Module, names: set[str]) -> bool:
+def _imports_any(tree: ast.Module, modules: set[str]) -> bool:
+    """Whether the file imports one of the extension modules (`import m`, `import pkg.m`, `from pkg import m`,
+    `from m import f`)."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in names for a in node.names):
+        if isinstance(node, ast.Import) and any(a.name in modules for a in node.names):
             return True
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in names:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and (
+                node.module in modules or any(f"{node.module}.{a.name}" in modules for a in node.names)):
             return True
     return False
 

@@ -45,7 +45,8 @@ class Call:
     args: list
     kwargs: dict
     line: int
-    target: str | None = None  # load(): the name the result is assigned to
+    target: str | None = None  # load(): the module-level name the result is assigned to
+    assigned_line: int | None = None  # load(): the module-level statement that assigns it (maybe through a function)
 
 
 @dataclass
@@ -111,6 +112,9 @@ class Evaluator:
                 scope[alias.asname or alias.name] = _symbol(full)
         elif isinstance(stmt, ast.Assign):
             value = self._safe(stmt.value, scope)
+            if isinstance(value, Call) and value.kind in ("load", "load_inline") and self.depth == 0 \
+                    and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                value.target, value.assigned_line = stmt.targets[0].id, stmt.lineno  # `_ext = build_ext("knn")` too
             for target in stmt.targets:
                 self._assign(target, value, scope, stmt)
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -705,12 +709,16 @@ _FUNCTIONS: dict[str, Callable] = {
     "os.path.realpath": _abspath,
     "os.path.normpath": lambda e, a, k: os.path.normpath(str(a[0])),
     "os.path.splitext": lambda e, a, k: os.path.splitext(str(a[0])),
+    "os.path.split": lambda e, a, k: os.path.split(str(a[0])),
+    "os.path.expanduser": lambda e, a, k: str(a[0]),  # a path under the home folder is outside the project anyway
     "os.path.exists": lambda e, a, k: os.path.exists(_in_root(e, str(a[0]))),
     "os.path.isfile": lambda e, a, k: os.path.isfile(_in_root(e, str(a[0]))),
     "os.path.isdir": lambda e, a, k: os.path.isdir(_in_root(e, str(a[0]))),
     "os.path.relpath": lambda e, a, k: os.path.relpath(_in_root(e, str(a[0])), _in_root(e, str(a[1])) if len(a) > 1
                                                        else str(e.root)),
     "os.getcwd": lambda e, a, k: str(e.root),
+    "os.makedirs": lambda e, a, k: None,  # a build folder for load(): nothing to record
+    "os.mkdir": lambda e, a, k: None,
     "os.listdir": _listdir,
     "os.getenv": lambda e, a, k: e.environ.get(a[0], a[1] if len(a) > 1 else k.get("default")),
     "glob.glob": _glob,

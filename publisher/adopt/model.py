@@ -72,6 +72,8 @@ class Discovery:
     extensions: tuple[Extension, ...]
     packages: tuple[PythonPackage, ...] = ()  # Python packages setup.py installs
     wrappers: tuple[str, ...] = ()  # load(): modules that load the extension and wrap it
+    # load(): (file, line, extension module) of each module-level statement that assigns a built extension
+    load_sites: tuple[tuple[str, int, str], ...] = ()
     setup_name: str | None = None
     arch_list: tuple[str, ...] | None = None  # TORCH_CUDA_ARCH_LIST the script sets
     existing: Existing = Existing()
@@ -111,6 +113,9 @@ class Op:
             if arg.ctype.kind == "tensor" and arg.ctype.mutable:
                 letters[arg.name] = next(alias)
                 spelled = f"Tensor({letters[arg.name]}!)"
+            elif arg.ctype.mutable_optional:
+                letters[arg.name] = next(alias)
+                spelled = f"Tensor({letters[arg.name]}!)?"
             parts.append(f"{spelled} {arg.name}" + (f"={arg.default}" if arg.default is not None else ""))
         returns = self.returns.schema
         if self.return_alias is not None:

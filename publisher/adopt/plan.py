@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path, PurePosixPath
 
@@ -71,6 +71,7 @@ class _Planner:
         self.changes: dict[str, FileChange] = {}
         self.notes: list[str] = []
         self._texts: dict[str, str | None] = {}
+        self._moved: dict[str, str] = {}  # old module name -> its name in the kernel's package (for the tests)
 
     # --- files --------------------------------------------------------------------------------
 
@@ -122,6 +123,7 @@ class _Planner:
             ops, bindings = self._port_extension(ext, defs_path)
             ops_by_ext[ext.module] = ops
             kernels.append(self._kernel_table(ext, python_name, len(exts), defs_path))
+        kernels += self._cpu_in_gpu_variants(exts, kernels, backends)
         all_ops = self._unique_ops(ops_by_ext)
         if all_ops:
             module_label = ", ".join(e.module for e in exts)
@@ -247,15 +249,35 @@ class _Planner:
             self.change(path, text, "the CUDA source load_inline compiled")
         return ops
 
+    def _cpu_in_gpu_variants(self, exts: Sequence[Extension], tables: Sequence[buildtoml.KernelTable],
+                             backends: Sequence[str]) -> list[buildtoml.KernelTable]:
+        """A project with a CPU extension beside a CUDA one (torchsort: isotonic_cpu and isotonic_cuda, the
+        same functions) has both on a CUDA machine. kernel-builder compiles a variant from its backend's
+        kernels only, so the CPU extension's sources are listed again as a kernel of each GPU backend: the
+        cuda variant registers the CPU kernels too, as the original module did."""
+        gpu = [b for b in backends if b != "cpu"]
+        out = []
+        for ext, table in zip(exts, tables, strict=True):
+            if ext.backend != "cpu" or ext.inline_sources:
+                continue
+            for backend in gpu:
+                out.append(replace(table, name=f"{table.name}_{backend}", backend=backend, cuda_flags=(), capabilities=()))
+                self.notes.append(f"the CPU extension `{ext.module}` is compiled into the {backend} variants too "
+                                  f"(kernel {table.name}_{backend}), as the original builds it beside the {backend} one")
+        return out
+
     def _unique_ops(self, ops_by_ext: dict[str, list[Op]]) -> list[Op]:
         seen: dict[str, Op] = {}
         out = []
         for module, ops in ops_by_ext.items():
             for op in ops:
+                if op.name in seen and seen[op.name].schema() == op.schema():
+                    continue  # the same function of another backend's extension: one op, a kernel per backend
                 if op.name in seen:
                     self.findings.append(finding("PA112", f"`{op.name}` is bound by two extensions ({module} and "
-                                                 "another); one kernel has one op of a name", file=op.file,
-                                                 line=op.line, hint="rename one of them"))
+                                                 f"another) with different signatures ({seen[op.name].schema()} and "
+                                                 f"{op.schema()}); one kernel has one op of a name", file=op.file,
+                                                 line=op.line, hint="give both the same signature, or rename one"))
                     continue
                 seen[op.name] = op
                 out.append(op)
@@ -289,6 +311,16 @@ class _Planner:
                                          "capabilities; left out", file=ext.origin))
         capabilities = flags.merge_capabilities([*nvcc.archs, *(a for a in arch_list if a not in unknown)]) \
             if ext.backend == "cuda" else ()
+        outdated = _outdated(capabilities)
+        if outdated and self.d.how != "executed":
+            # pointnet2_ops pins 3.7+PTX ... 7.5: a list for the GPUs of its day. What is left of it builds a kernel
+            # no current GPU runs (no PTX survives), so the build's defaults, as for a script that names none.
+            self.findings.append(finding(
+                "PA144", f"`{ext.module}`: CUDA architectures {', '.join(outdated)} are compiled by no CUDA toolkit "
+                f"publisher builds with; the list ({', '.join(capabilities)}) is left out and the kernel is built for "
+                "the toolkit's default capabilities", file=ext.origin, line=ext.line,
+                hint="to narrow them, set cuda-capabilities in the kernel's table of build.toml"))
+            capabilities = ()
         if capabilities and self.d.how == "executed":
             # The script chose them when it ran, under recorders that answer for a GPU they do not have
             # (fused-ssim: the detected GPU's arch, else a fallback list without sm_90): what it picks on one
@@ -325,6 +357,9 @@ class _Planner:
         inside = {e.module: (e.module.split(".", 1)[1] if e.package else e.module) for e in exts}
         old_package = main_pkg.name if main_pkg else next((e.package for e in exts if e.package), None)
         loads = dict(inside)
+        self._moved = {m: f"{python_name}.{path}" for m, path in inside.items() if path.rpartition(".")[2] != python.OPS_MODULE}
+        if old_package:
+            self._moved[old_package] = python_name
         planned: set[str] = set()
         carried_init: str | None = None
         if main_pkg is not None:
@@ -338,7 +373,7 @@ class _Planner:
                     continue
                 depth = len(PurePosixPath(rel).parts) - 1
                 ctx = python.ImportContext(inside, old_package, depth)
-                new, problems = python.rewrite(text, source, ctx, loads)
+                new, problems = python.rewrite(text, source, ctx, loads, self._sites(source))
                 self.findings += problems
                 if rel == "__init__.py":
                     carried_init = target
@@ -353,7 +388,8 @@ class _Planner:
                                              file=rel))
                 continue
             text = self.original(rel) or ""
-            new, problems = python.rewrite(text, rel, python.ImportContext(inside, old_package, 0), loads)
+            new, problems = python.rewrite(text, rel, python.ImportContext(inside, old_package, 0), loads,
+                                           self._sites(rel))
             self.findings += problems
             self.change(target, new, f"carried from {rel}, imports rewritten")
             planned.add(target)
@@ -403,6 +439,9 @@ class _Planner:
                             access[f] = ""
         return access
 
+    def _sites(self, rel: str) -> dict[int, str]:
+        return {line: module for file, line, module in self.d.load_sites if file == rel}
+
     # --- tests --------------------------------------------------------------------------------
 
     def _tests(self, name: str, python_name: str, version: int, repo_id: str | None, backends: Sequence[str],
@@ -412,7 +451,7 @@ class _Planner:
         existing = [p for p in sources.walk(tests, (".py",))] if tests.is_dir() else []
         ours = [p for p in existing if written_by_adopt(sources.read_text(tests / p))]
         if existing and set(existing) != set(ours):
-            self._check_existing_tests(existing)
+            self._carry_tests(existing, python_name)
             return
         if not ops or (self.root / target).exists():
             return  # written once: the author adjusts its inputs, and a rerun leaves them alone
@@ -428,18 +467,28 @@ class _Planner:
                                                 references=references),
                     "tests: each op loaded through kernels and called on inputs of its declared types")
 
-    def _check_existing_tests(self, existing: Sequence[str]) -> None:
-        uses_kernels = False
+    def _carry_tests(self, existing: Sequence[str], python_name: str) -> None:
+        """The project's own tests stay its tests: `publisher test` runs them against each built variant, which
+        it puts first on the path as the package `python_name`. Their imports of the former extension module(s)
+        (and of the package's old name) are pointed at the kernel's package; tests that reach the kernel
+        neither that way nor through kernels.get_kernel are a finding."""
+        reaches = False
         for rel in existing:
-            text = sources.read_text(self.root / "tests" / rel) or ""
-            if "get_kernel" in text or "get_local_kernel" in text:
-                uses_kernels = True
-        if not uses_kernels:
+            path = f"tests/{rel}"
+            text = self.original(path) or ""
+            new = python.rewrite_tests(text, path, self._moved) if self._moved else text
+            if new != text:
+                self.change(path, new, "the project's test, its imports of the extension pointed at the kernel's "
+                                       "package")
+            reaches = reaches or python.imports_package(new, python_name)
+        if not reaches:
             self.findings.append(finding(
-                "PA121", "tests/ never loads the kernel through kernels.get_kernel: `publisher test` runs them against "
-                "each built variant, and a test that imports the package from the source tree tests none",
+                "PA121", f"tests/ neither imports {python_name} nor loads the kernel through kernels.get_kernel: "
+                "`publisher test` runs them against each built variant, and these test none",
                 file=str(self.root / "tests"),
-                hint="load the kernel as users do: kernel = kernels.get_kernel(\"<org>/<name>\", version=<N>)"))
+                hint=f"import the kernel's package (`import {python_name}`: publisher test puts each variant first on "
+                     "the path under that name), or load it as users do: kernels.get_kernel(\"<org>/<name>\", "
+                     "version=<N>)"))
 
     def _references(self, ops: Sequence[Op], access: dict[str, str]) -> dict[str, str]:
         """op -> expression of a Python reference implementation in the carried package, by name."""
@@ -539,6 +588,8 @@ class _Planner:
         if not (self.root / old_dir / "__init__.py").is_file():
             return {}
         extensions = {f"{old_python}._ops": python.OPS_MODULE}
+        if old_python != python_name:
+            self._moved = {old_python: python_name}
         for rel in sources.walk(self.root / old_dir, (".py",)):
             if PurePosixPath(rel).name == "_ops.py":
                 continue
@@ -551,6 +602,15 @@ class _Planner:
                 self.change(target, new, "the package's own module, imports rewritten"
                             + ("" if source == target else f" (from {source})"))
         return {}
+
+
+def _outdated(capabilities: Sequence[str]) -> list[str]:
+    """The capabilities no CUDA toolkit of publisher's matrix compiles (3.7, 5.0, 6.1 ...)."""
+    from publisher.project.load import matrix_toolkits
+
+    cuda, _ = matrix_toolkits(None)
+    built = {re.sub(r"[af]?(\+PTX)?$", "", c) for caps in cuda.values() for c in caps}
+    return [c for c in capabilities if re.sub(r"[af]?(\+PTX)?$", "", c) not in built]
 
 
 def _flag_defines(flags_: Sequence[str]) -> list[str]:

@@ -52,10 +52,14 @@ def _target(ctx: ImportContext, module: str) -> str | None:
     return None
 
 
-def rewrite(text: str, file: str, ctx: ImportContext, loads: dict[str, str]) -> tuple[str, list[Finding]]:
+def rewrite(text: str, file: str, ctx: ImportContext, loads: dict[str, str],
+            sites: dict[int, str] | None = None) -> tuple[str, list[Finding]]:
     """`text` with its imports of the extension(s) and of its own package made relative, and each
     `X = load(name="M", ...)` of an adopted extension replaced by an import of the module that replaces it.
-    `loads` maps a load() name to the module path inside the package."""
+    `loads` maps a load() name to the module path inside the package; `sites` maps the line of a module-level
+    `X = <call>` that builds an extension through a function of the file (`_knn = load_cpp_ext("knn")`) to
+    the load() name it builds."""
+    sites = sites or {}
     try:
         tree = ast.parse(text)
     except SyntaxError as err:
@@ -63,9 +67,10 @@ def rewrite(text: str, file: str, ctx: ImportContext, loads: dict[str, str]) -> 
     lines = text.splitlines(keepends=True)
     edits: list[tuple[int, int, str]] = []  # (first line, last line, replacement), 1-based inclusive
     findings: list[Finding] = []
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}  # names the file reads or binds
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            replacement = _rewrite_import(node, ctx, file, findings)
+            replacement = _rewrite_import(node, ctx, file, findings, used)
             if replacement is not None:
                 edits.append((node.lineno, node.end_lineno, _indent(lines, node) + replacement + _tail(lines, node)))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -84,6 +89,14 @@ def rewrite(text: str, file: str, ctx: ImportContext, loads: dict[str, str]) -> 
             replacement = _ops_module_import(node)
             if replacement is not None:
                 edits.append((node.lineno, node.end_lineno, _indent(lines, node) + replacement + _tail(lines, node)))
+        elif isinstance(node, ast.Assign) and node in tree.body and sites.get(node.lineno) in loads \
+                and not (isinstance(node.value, ast.Call) and _is_load(node.value)) \
+                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name, target = sites[node.lineno], node.targets[0].id
+            frm, leaf = _relative(ctx, loads[name])
+            stmt = f"from {frm} import {leaf}" + (f" as {target}" if target != leaf else "")
+            stmt += f"  # {MARKER}: was built by load(name={name!r}, ...)"
+            edits.append((node.lineno, node.end_lineno, _indent(lines, node) + stmt + "\n"))
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _is_load(node.value):
             name = _load_name(node.value)
             if name in loads and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -130,13 +143,20 @@ def _tail(lines: list[str], node: ast.stmt) -> str:
     return rest if rest.endswith("\n") else rest + ("\n" if last.endswith("\n") else "")
 
 
-def _rewrite_import(node: ast.Import, ctx: ImportContext, file: str, findings: list[Finding]) -> str | None:
+def _rewrite_import(node: ast.Import, ctx: ImportContext, file: str, findings: list[Finding],
+                    used: set[str]) -> str | None:
     parts: list[str] = []
     changed = False
     for alias in node.names:
         inside = _target(ctx, alias.name)
         if inside is None:
             parts.append(f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
+            continue
+        if not alias.asname and "." in alias.name and inside and alias.name.split(".")[0] not in used:
+            # `import pkg.sub` for its effect only (pointnet2_ops/__init__.py): the submodule, relatively
+            frm, leaf = _relative(ctx, inside)
+            parts.append(f"from {frm} import {leaf}")
+            changed = True
             continue
         if not alias.asname and "." in alias.name or inside == "":
             findings.append(finding("PA121", f"`import {alias.name}` reaches the package by its old name, which a "
@@ -228,6 +248,72 @@ def _fixed_namespace(node: ast.Call, file: str) -> list[Finding]:
                         "add_op_namespace_prefix", file=file, line=node.lineno,
                         hint=f"use add_op_namespace_prefix({first.value.split('::', 1)[1]!r}) from the package's _ops")]
     return []
+
+
+# --- the project's tests ------------------------------------------------------------------------
+
+def rewrite_tests(text: str, file: str, modules: dict[str, str]) -> str:
+    """A test file of the project with its absolute imports of the former extension module(s) and of the old
+    package name pointed at the kernel's package (`import causal_conv1d_cuda` -> `from causal_conv1d import
+    causal_conv1d_cuda`): `publisher test` puts each built variant first on the path under the package's
+    name. `modules`: old module -> its module in the kernel's package (dotted, absolute)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    lines = text.splitlines(keepends=True)
+    edits: list[tuple[int, int, str]] = []
+
+    def moved(name: str) -> str | None:
+        for old, new in modules.items():
+            if name == old:
+                return new
+            if name.startswith(old + ".") and old != new:
+                return new + name[len(old):]
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            parts, changed = [], False
+            for alias in node.names:
+                new = moved(alias.name)
+                if new is None or new == alias.name:
+                    parts.append(f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
+                    continue
+                bound = alias.asname or alias.name
+                if "." in alias.name and not alias.asname:
+                    # `import old.sub` binds `old`: bind it to the new package, and import the submodule
+                    top = alias.name.split(".")[0]
+                    parts.append(f"import {new}; import {moved(top) or top} as {top}")
+                elif "." in new:
+                    parent, _, leaf = new.rpartition(".")
+                    parts.append(f"from {parent} import {leaf}" + (f" as {bound}" if bound != leaf else ""))
+                else:
+                    parts.append(f"import {new}" + (f" as {bound}" if bound != new else ""))
+                changed = True
+            if changed:
+                edits.append((node.lineno, node.end_lineno, _indent(lines, node) + "; ".join(parts) + _tail(lines, node)))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and moved(node.module):
+            new = moved(node.module)
+            if new != node.module:
+                names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
+                edits.append((node.lineno, node.end_lineno, _indent(lines, node) + f"from {new} import {names}"
+                              + _tail(lines, node)))
+    return _apply(lines, edits)
+
+
+def imports_package(text: str, package: str) -> bool:
+    """Whether a test file imports the package `package` (or a module of it), or loads a kernel."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == package for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == package:
+            return True
+    return "get_kernel" in text or "get_local_kernel" in text
 
 
 # --- generated modules -------------------------------------------------------------------------

@@ -4,9 +4,13 @@ the project: setuptools.setup, the torch extension classes and BuildExtension
 are replaced by recorders, so nothing is compiled, installed or packaged; any
 subprocess, os.system and network connection is refused (the refusal is
 recorded); torch.cuda.is_available() answers True so the CUDA build is the one
-recorded. Writes one JSON document to the path given. Standard library only.
+recorded, and where this machine has no CUDA toolkit the script is answered as
+if it had one of the version given: CUDA_HOME points at a stand-in folder,
+torch.version.cuda and `nvcc -V` / `nvcc --version` name that version (the
+common `get_cuda_bare_metal_version` pattern). Writes one JSON document to the
+path given. Standard library only.
 
-    python record_setup.py OUT.json setup.py
+    python record_setup.py OUT.json setup.py CUDA_VERSION
 """
 
 import json
@@ -18,7 +22,9 @@ import sys
 import traceback
 import types
 
-records = {"extensions": [], "setup": None, "blocked": [], "error": None, "torch": None, "environ": {}}
+records = {"extensions": [], "setup": None, "blocked": [], "answered": [], "error": None, "torch": None,
+           "environ": {}}
+CUDA = {"version": "13.0", "home": None}  # the toolkit a machine without one is answered as having
 
 
 def _jsonable(value, depth=0):
@@ -79,12 +85,41 @@ def _shown(args):
     return " ".join(str(a) for a in (args[0] if args and isinstance(args[0], (list, tuple)) else args[:1]))[:200]
 
 
+def _words(command):
+    if isinstance(command, str):
+        return command.split()
+    return [str(w) for w in command] if isinstance(command, (list, tuple)) else []
+
+
+def _nvcc_version_query(command):
+    """Whether `command` asks nvcc for its version (`nvcc -V`, `/usr/local/cuda/bin/nvcc --version`)."""
+    words = _words(command)
+    return bool(words) and os.path.basename(words[0]) == "nvcc" and any(w in ("-V", "--version") for w in words[1:])
+
+
+def _nvcc_answer(kwargs):
+    version = CUDA["version"]
+    text = ("nvcc: NVIDIA (R) Cuda compiler driver\n"
+            f"Cuda compilation tools, release {version}, V{version}.0\n")
+    textual = kwargs.get("text") or kwargs.get("universal_newlines") or kwargs.get("encoding")
+    return text if textual else text.encode()
+
+
 def _refuse(what, answer="raise"):
     """A refused call fails the way that call fails: a command that exits 1 (os.system, subprocess.run,
-    call), CalledProcessError (check_call, check_output, run(check=True)), OSError (Popen, a connection)."""
+    call), CalledProcessError (check_call, check_output, run(check=True)), OSError (Popen, a connection).
+    Asking nvcc for its version is answered (the stand-in toolkit's), not refused."""
     def refused(*args, **kwargs):
-        records["blocked"].append(f"{what}: {_shown(args)}")
         command = args[0] if args else kwargs.get("args")
+        if answer in ("run", "check", "output", "statusoutput") and _nvcc_version_query(command):
+            records["answered"].append(f"nvcc {' '.join(_words(command)[1:])}: release {CUDA['version']}")
+            out = _nvcc_answer(kwargs if answer != "output" and answer != "statusoutput" else {"text": True})
+            if answer == "run":
+                return subprocess.CompletedProcess(command, 0, out, "" if isinstance(out, str) else b"")
+            if answer == "statusoutput":
+                return 0, out.rstrip("\n")
+            return out.rstrip("\n") if answer == "output" else out
+        records["blocked"].append(f"{what}: {_shown(args)}")
         if answer == "status":
             return 1
         if answer == "run" and not kwargs.get("check"):
@@ -98,6 +133,21 @@ def _refuse(what, answer="raise"):
             return 1, ""
         raise OSError(f"refused by publisher adopt (it only reads setup.py): {what}")
     return refused
+
+
+def _stand_in_cuda_home():
+    """A folder shaped like a CUDA toolkit (bin/nvcc, include/, lib64/) beside the scratch copy: scripts
+    test for those paths. Nothing in it runs (subprocesses are refused)."""
+    home = os.path.join(os.path.dirname(os.getcwd()), "cuda-stand-in")
+    for sub in ("bin", "include", "lib64"):
+        os.makedirs(os.path.join(home, sub), exist_ok=True)
+    with open(os.path.join(home, "bin", "nvcc"), "w", encoding="utf-8") as fh:
+        fh.write(f"# a stand-in for nvcc {CUDA['version']} (publisher adopt records setup.py; nothing runs)\n")
+    with open(os.path.join(home, "version.json"), "w", encoding="utf-8") as fh:
+        json.dump({"cuda": {"name": "CUDA SDK", "version": f"{CUDA['version']}.0"}}, fh)
+    CUDA["home"] = home
+    os.environ.setdefault("CUDA_HOME", home)
+    return home
 
 
 def _install_recorders():
@@ -116,11 +166,14 @@ def _install_recorders():
 
         records["torch"] = torch.__version__
         torch.cuda.is_available = lambda: True
+        if torch.version.cuda is None:
+            torch.version.cuda = CUDA["version"]
+            records["answered"].append(f"torch.version.cuda: {CUDA['version']}")
     except Exception as err:  # noqa: BLE001 - torch missing or broken: a stand-in answers the few names scripts use
         records["torch"] = f"unavailable ({type(err).__name__}: {err})"
         torch = types.ModuleType("torch")
         torch.__version__ = "0.0.0"
-        torch.version = types.SimpleNamespace(cuda=None, hip=None)
+        torch.version = types.SimpleNamespace(cuda=CUDA["version"], hip=None)
         torch.cuda = types.SimpleNamespace(is_available=lambda: True)
         torch.utils = types.ModuleType("torch.utils")
         cpp_extension = types.ModuleType("torch.utils.cpp_extension")
@@ -128,6 +181,9 @@ def _install_recorders():
         cpp_extension.ROCM_HOME = None
         torch.utils.cpp_extension = cpp_extension
         sys.modules.update({"torch": torch, "torch.utils": torch.utils, "torch.utils.cpp_extension": cpp_extension})
+    if getattr(cpp_extension, "CUDA_HOME", None) is None:
+        cpp_extension.CUDA_HOME = _stand_in_cuda_home()
+        records["answered"].append(f"CUDA_HOME: a stand-in for CUDA {CUDA['version']}")
     cpp_extension.CUDAExtension = _extension("cuda")
     cpp_extension.CppExtension = _extension("cpp")
     cpp_extension.BuildExtension = BuildExtension
@@ -143,6 +199,8 @@ def _install_recorders():
 
 def main():
     out_path, setup_path = sys.argv[1], sys.argv[2]
+    if len(sys.argv) > 3:
+        CUDA["version"] = sys.argv[3]
     os.environ.setdefault("FORCE_CUDA", "1")
     before = dict(os.environ)
     try:

@@ -33,7 +33,12 @@ class CType:
 
     @property
     def needs_shim(self) -> bool:
-        return self.via is not None or any(i.needs_shim for i in self.inner)
+        return self.via is not None or self.mutable_optional or any(i.needs_shim for i in self.inner)
+
+    @property
+    def mutable_optional(self) -> bool:
+        """A `std::optional<Tensor>&` parameter: the shim passes the function a local copy."""
+        return self.kind == "optional" and self.mutable
 
     def shim_type(self) -> str:
         """The C++ type a generated shim takes for this parameter."""
@@ -85,6 +90,10 @@ def parse(type_text: str, *, is_return: bool = False) -> CType:
     ctype = _core(core)
     if ctype.kind == "tensor":
         return CType("tensor", core, "Tensor", mutable=ref and not const, const_ref=ref and const)
+    if ref and not const and ctype.kind == "optional" and ctype.inner[0].kind == "tensor" and not is_return:
+        # `std::optional<Tensor>&` (causal-conv1d's out-parameters): the op's `Tensor(a!)?`; the dispatcher passes a
+        # const optional, so a shim hands the function a copy -- as pybind11 does -- whose tensor is the caller's
+        return CType("optional", ctype.written, ctype.schema, mutable=True, inner=ctype.inner)
     if ref and not const:
         raise Unsupported(f"`{text}` is a non-const reference to a {ctype.schema} (only tensors can be mutated)")
     return CType(ctype.kind, ctype.written, ctype.schema, const_ref=ref and const, via=ctype.via, inner=ctype.inner)
