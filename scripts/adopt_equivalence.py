@@ -46,7 +46,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GPU_MATRIX = ROOT / "matrices" / "gpu-runner-torch211-cu130.yaml"
 # what the GPU machine lacks for `publisher build` and kernels' loader (see scripts/gpu_test.sh)
-WHEELS = ("kernels==0.17.2", "tomlkit==0.15.2", "kernel-abi-check", "wheel", "packaging")
+WHEELS = ("kernels==0.17.2", "tomlkit==0.15.2", "kernel-abi-check", "wheel", "packaging",
+          # the GPU machine has huggingface_hub 1.x only; publisher needs 2.x and its HTTP client
+          "huggingface_hub>=2", "httpx2", "httpcore2", "hf_xet", "truststore", "click")
 
 
 # --- prepare (here) ---------------------------------------------------------------------------------

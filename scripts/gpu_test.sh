@@ -25,8 +25,9 @@ MATRIX="${MATRIX:-matrices/gpu-runner-torch211-cu130.yaml}"
 VARIANT="${VARIANT:-torch211-cxx11-cu130-x86_64-linux}"
 CARRY=".device-carry"  # ignored by git (.gitignore); named in the device call's `carry`
 # The GPU machine has torch, pytest, pytest-timeout, huggingface_hub, click, pyyaml,
-# packaging and ninja (device/KINDS.md); these are missing there.
-WHEELS=("kernels==0.17.2" "tomlkit==0.15.2")
+# packaging and ninja (device/KINDS.md), huggingface_hub 1.x only; these are missing there.
+WHEELS=("kernels==0.17.2" "tomlkit==0.15.2" "huggingface_hub==2.4.0" "httpx2==2.16.2" "httpcore2==2.16.2"
+        "hf_xet==1.8.0" "kernel-abi-check==0.14.1" "truststore==0.10.5" "click==8.5.1")
 DEVICE_PYTHON_VERSION="3.12"
 
 prepare() {

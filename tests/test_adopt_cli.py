@@ -209,7 +209,28 @@ def test_a_cpu_and_a_cuda_extension_binding_the_same_functions_become_one_op_in_
     kernels = tomllib.loads((root / "build.toml").read_text())["kernel"]
     assert {name: k["backend"] for name, k in kernels.items()} == {
         "twin_ops_cpu": "cpu", "twin_ops_cuda": "cuda", "twin_ops_cpu_cuda": "cuda"}  # the cuda variant has both
-    assert kernels["twin_ops_cpu_cuda"]["src"] == ["twin/ops_cpu.cpp"] and "cuda-capabilities" not in kernels["twin_ops_cuda"]
+    assert "cuda-capabilities" not in kernels["twin_ops_cuda"]
+    # in the cuda variant the CPU source is compiled inside a namespace of its own: both define `isotonic`
+    (wrapper,) = kernels["twin_ops_cpu_cuda"]["src"]
+    enclosed = (root / wrapper).read_text()
+    assert '#include "../../twin/ops_cpu.cpp"' in enclosed and "namespace publisher_twin_ops_cpu_cuda {" in enclosed
+    assert enclosed.index("#include <torch/all.h>") < enclosed.index("namespace publisher_twin_ops_cpu_cuda {")
     assert "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops)" in (root / "twin/ops_cpu.cpp").read_text()
     assert "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CUDA, ops)" in (root / "twin/ops_cuda.cu").read_text()
     assert run_cli("check", str(root)).returncode == 0
+
+
+def test_cuda_sources_get_the_defines_torch_extensions_compile_with_unless_the_script_undefines_them(tmp_path):
+    # torch.utils.cpp_extension compiles .cu files with -D__CUDA_NO_HALF_OPERATORS__ & co; the build does not
+    setup = TWIN_SETUP.replace('CUDAExtension("twin.ops_cuda", ["twin/ops_cuda.cu"])',
+                               'CUDAExtension("twin.ops_cuda", ["twin/ops_cuda.cu"], extra_compile_args={"nvcc": '
+                               '["-U__CUDA_NO_HALF_CONVERSIONS__", "--use_fast_math"]})')
+    root = write(tmp_path / "twin", {"setup.py": setup, "twin/__init__.py": "from .ops_cpu import isotonic\n",
+                                     "twin/ops_cpu.cpp": TWIN_SOURCE % "cpu", "twin/ops_cuda.cu": TWIN_SOURCE % "cuda"})
+    done = run_cli("adopt", str(root), "--force", "--license", "mit")
+    assert done.returncode == 0, done.output
+    kernels = tomllib.loads((root / "build.toml").read_text())["kernel"]
+    assert kernels["twin_ops_cuda"]["cuda-flags"] == [
+        "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
+        "--use_fast_math"]
+    assert "cuda-flags" not in kernels["twin_ops_cpu"] and "cuda-flags" not in kernels["twin_ops_cpu_cuda"]

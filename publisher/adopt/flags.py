@@ -73,6 +73,40 @@ def sort_flags(flags: Sequence[str]) -> SortedFlags:
     return SortedFlags(tuple(kept), tuple(dict.fromkeys(archs)), tuple(includes), tuple(dropped), defaults)
 
 
+def _macros(flags: Sequence[str], switch: str) -> set[str]:
+    """Macros `-D`/`-U` (switch) names in flags, as `-DX`, `-D X` or `-DX=1`."""
+    out: set[str] = set()
+    for i, word in enumerate(flags):
+        if word == switch and i + 1 < len(flags):
+            out.add(flags[i + 1].split("=", 1)[0])
+        elif word.startswith(switch) and len(word) > 2:
+            out.add(word[2:].lstrip("=").split("=", 1)[0])
+    return out
+
+
+def as_torch_extension_nvcc(recorded: Sequence[str]) -> list[str]:
+    """A CUDA source's nvcc flags as torch.utils.cpp_extension gives them: its defines first (those the
+    script does not define itself or undefine), then the script's flags, less the -U of a define
+    that is then never given."""
+    recorded = [str(f) for f in recorded]
+    defaults = list(_rules()["torch_extension_nvcc_defines"])
+    undone = _macros(recorded, "-U") & set(defaults)
+    given = _macros(recorded, "-D")
+    out = [f"-D{m}" for m in defaults if m not in undone and m not in given]
+    skip = False
+    for i, word in enumerate(recorded):
+        if skip:
+            skip = False
+            continue
+        if word == "-U" and i + 1 < len(recorded) and recorded[i + 1] in undone:
+            skip = True
+            continue
+        if word.startswith("-U") and word[2:].lstrip("=") in undone:
+            continue
+        out.append(word)
+    return out
+
+
 _SM = re.compile(r"(sm|compute|lto)_(\d+)([af]?)")
 
 

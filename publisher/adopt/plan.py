@@ -17,7 +17,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from publisher.adopt import binding, buildtoml, cpp, flags, naming, python, sources, tests_gen
+from publisher.adopt import binding, buildtoml, cpp, enclose, flags, naming, python, sources, tests_gen
 from publisher.adopt.discover import discover, facts
 from publisher.adopt.model import (
     MARKER,
@@ -261,10 +261,45 @@ class _Planner:
             if ext.backend != "cpu" or ext.inline_sources:
                 continue
             for backend in gpu:
-                out.append(replace(table, name=f"{table.name}_{backend}", backend=backend, cuda_flags=(), capabilities=()))
+                name = f"{table.name}_{backend}"
+                src = tuple(self._enclosed(rel, name, backend, table.include) for rel in table.src)
+                out.append(replace(table, name=name, backend=backend, src=src, cuda_flags=(), capabilities=()))
                 self.notes.append(f"the CPU extension `{ext.module}` is compiled into the {backend} variants too "
-                                  f"(kernel {table.name}_{backend}), as the original builds it beside the {backend} one")
+                                  f"(kernel {name}), as the original builds it beside the {backend} one; inside a "
+                                  f"namespace of its own (torch-ext/{name}/), as the two were separate modules")
         return out
+
+    def _enclosed(self, rel: str, kernel: str, backend: str, include_dirs: Sequence[str]) -> str:
+        """A wrapper of C++ source `rel` that compiles it inside a namespace of its own (publisher/adopt/enclose.py:
+        the CPU extension's functions and the GPU one's often have the same names, in one .so now); `rel` itself
+        where it is not C++ or its conditionals cannot be replayed."""
+        if PurePosixPath(rel).suffix not in (".cpp", ".cc", ".cxx", ".C"):
+            return rel
+
+        def text(path: str) -> str | None:
+            change = self.changes.get(path)
+            return change.new if change is not None else self.read(path)
+
+        def resolve(including: str, quote: str, name: str) -> str | None:
+            candidates = [str(PurePosixPath(including).parent / name)] if quote == '"' else []
+            candidates += [str(PurePosixPath(d) / name) for d in include_dirs]
+            for candidate in candidates:
+                found = sources.relative(self.root, candidate)
+                if found and (self.root / found).is_file():
+                    return found
+            return None
+
+        replayed = enclose.skeleton(rel, text, resolve)
+        if not enclose.balanced(replayed):
+            return rel
+        path = f"torch-ext/{kernel}/{rel.replace('/', '__')}"
+        namespace = "publisher_" + re.sub(r"\W", "_", kernel)
+        note = (f"{WRITTEN}: {rel} compiled into the {backend} variants inside namespace {namespace}, so that its "
+                f"functions do not collide with the {backend} extension's of the same names.")
+        ops_name = "TORCH_EXTENSION_NAME" in (text(rel) or "")
+        self.change(path, enclose.wrapper(rel, path, namespace, replayed, note, ops_name),
+                    f"{rel} for the {backend} variants")
+        return path
 
     def _unique_ops(self, ops_by_ext: dict[str, list[Op]]) -> list[Op]:
         seen: dict[str, Op] = {}
@@ -285,7 +320,8 @@ class _Planner:
 
     def _kernel_table(self, ext: Extension, python_name: str, count: int, defs_path: str) -> buildtoml.KernelTable:
         cxx = flags.sort_flags(ext.cxx_flags)
-        nvcc = flags.sort_flags(ext.nvcc_flags) if ext.backend == "cuda" else flags.SortedFlags((), (), (), ())
+        nvcc = (flags.sort_flags(flags.as_torch_extension_nvcc(ext.nvcc_flags)) if ext.backend == "cuda"
+                else flags.SortedFlags((), (), (), ()))
         includes = list(ext.include_dirs)
         for folder in [*cxx.includes, *nvcc.includes]:
             rel = sources.relative(self.root, folder)

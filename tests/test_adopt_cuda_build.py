@@ -1,0 +1,103 @@
+"""An adopted project of torchsort's shape compiles for CUDA as it did under
+torch.utils.cpp_extension, against a PyPI CUDA torch (no GPU needed): a CUDA
+kernel comparing c10::Half values (compiles only with the defines
+cpp_extension gives nvcc), and a CPU extension defining functions of the same
+names, compiled into the cuda variant too (its own namespace: one .so now)
+where its kernel answers CPU tensors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from publisher.plan.matrix import load_matrix
+from publisher.plan.planner import make_plan
+from publisher.project.load import require_project
+from publisher.toolchains.provision import ensure_toolchain
+
+from adopt_fixtures import write
+from cli_helper import run_cli
+from matrix_fixtures import GPU_RUNNER_MATRIX
+
+pytestmark = pytest.mark.slow
+
+VARIANT = "torch211-cxx11-cu130-x86_64-linux"
+
+SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+setup(name="halfclamp", packages=["halfclamp"],
+      ext_modules=[CppExtension("halfclamp._cpu", ["halfclamp/clamp.cpp"]),
+                   CUDAExtension("halfclamp._C", ["halfclamp/clamp.cu"], extra_compile_args={"nvcc": ["-O3"]})],
+      cmdclass={"build_ext": BuildExtension})
+"""
+KERNEL = """\
+#include <torch/extension.h>
+#include <ATen/Dispatch.h>
+
+template <typename scalar_t>
+__global__ void clamp_above(const scalar_t* x, scalar_t* y, const scalar_t* bound, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] > bound[0] ? bound[0] : x[i];
+}
+
+torch::Tensor clamp_max(torch::Tensor x, torch::Tensor bound) {
+  auto y = torch::empty_like(x);
+  int64_t n = x.numel();
+  AT_DISPATCH_FLOATING_TYPES_AND_HALF(x.scalar_type(), "clamp_max", ([&] {
+    clamp_above<scalar_t><<<(n + 255) / 256, 256>>>(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
+                                                     bound.data_ptr<scalar_t>(), n);
+  }));
+  return y;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("clamp_max", &clamp_max, "x clamped above at bound"); }
+"""
+CPU_KERNEL = """\
+#include <torch/extension.h>
+
+torch::Tensor clamp_max(torch::Tensor x, torch::Tensor bound) { return torch::minimum(x, bound); }
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("clamp_max", &clamp_max, "x clamped above at bound"); }
+"""
+INIT = """\
+import torch
+from . import _C, _cpu
+
+def clamp_max(x, bound):
+    return (_C if x.is_cuda else _cpu).clamp_max(x, bound)
+"""
+
+
+def test_an_adopted_kernel_comparing_halves_and_its_cpu_twin_compile_for_cuda(tmp_path):
+    root = write(tmp_path / "halfclamp", {"setup.py": SETUP, "halfclamp/__init__.py": INIT,
+                                         "halfclamp/clamp.cu": KERNEL, "halfclamp/clamp.cpp": CPU_KERNEL})
+    done = run_cli("adopt", str(root), "--force", "--license", "mit")
+    assert done.returncode == 0, done.output
+    built = run_cli("build", str(root), "--matrix", str(GPU_RUNNER_MATRIX), "--variant", VARIANT, "--json",
+                    timeout=3000)
+    entry = json.loads(built.stdout)["variants"][0]
+    log = root / "build" / ".publisher" / "logs" / f"{VARIANT}.log"
+    assert built.returncode == 0 and entry["state"] == "built", (entry, log.read_text()[-3000:])
+
+    # the cuda variant answers CPU tensors with the CPU extension's kernel, as the original package did
+    planned = make_plan(require_project(root), load_matrix(GPU_RUNNER_MATRIX)).by_name()[VARIANT]
+    toolchain = ensure_toolchain(planned.toolchain)
+    variant = root / "build" / VARIANT
+    script = f"""
+import importlib.util, json, sys, torch
+meta = json.load(open({str(variant / "metadata.json")!r}))
+spec = importlib.util.spec_from_file_location(meta["id"], {str(variant / "__init__.py")!r})
+module = importlib.util.module_from_spec(spec)
+sys.modules[meta["id"]] = module
+spec.loader.exec_module(module)
+op = getattr(torch.ops, meta["id"]).clamp_max
+x = torch.tensor([3.0, -1.0, 0.5, 2.0])
+print(json.dumps(op(x, torch.tensor([1.0])).tolist()))
+"""
+    out = subprocess.run([toolchain.python, "-c", script], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [1.0, -1.0, 0.5, 1.0]
