@@ -172,3 +172,17 @@ def write_noarch_project(root: Path) -> Path:
     (root / "torch-ext" / "tiny_noarch" / "__init__.py").write_text(NOARCH_INIT)
     return root
 
+
+
+def variant_script(variant: Path, body: str) -> str:
+    """A script that loads built variant folder `variant` as kernels does (its metadata's id as the module
+    name), binds its ops namespace to `ops`, then runs `body`."""
+    return f"""
+import importlib.util, json, sys, torch
+meta = json.load(open({str(variant / "metadata.json")!r}))
+spec = importlib.util.spec_from_file_location(meta["id"], {str(variant / "__init__.py")!r})
+module = importlib.util.module_from_spec(spec)
+sys.modules[meta["id"]] = module
+spec.loader.exec_module(module)
+ops = getattr(torch.ops, meta["id"])
+{body}"""

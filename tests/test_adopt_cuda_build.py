@@ -18,6 +18,7 @@ from publisher.project.load import require_project
 from publisher.toolchains.provision import ensure_toolchain
 
 from adopt_fixtures import write
+from build_fixtures import variant_script
 from cli_helper import run_cli
 from matrix_fixtures import GPU_RUNNER_MATRIX
 
@@ -87,17 +88,10 @@ def test_an_adopted_kernel_comparing_halves_and_its_cpu_twin_compile_for_cuda(tm
     planned = make_plan(require_project(root), load_matrix(GPU_RUNNER_MATRIX)).by_name()[VARIANT]
     toolchain = ensure_toolchain(planned.toolchain)
     variant = root / "build" / VARIANT
-    script = f"""
-import importlib.util, json, sys, torch
-meta = json.load(open({str(variant / "metadata.json")!r}))
-spec = importlib.util.spec_from_file_location(meta["id"], {str(variant / "__init__.py")!r})
-module = importlib.util.module_from_spec(spec)
-sys.modules[meta["id"]] = module
-spec.loader.exec_module(module)
-op = getattr(torch.ops, meta["id"]).clamp_max
+    script = variant_script(variant, """
 x = torch.tensor([3.0, -1.0, 0.5, 2.0])
-print(json.dumps(op(x, torch.tensor([1.0])).tolist()))
-"""
+print(json.dumps(ops.clamp_max(x, torch.tensor([1.0])).tolist()))
+""")
     out = subprocess.run([toolchain.python, "-c", script], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [1.0, -1.0, 0.5, 1.0]

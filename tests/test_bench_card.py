@@ -25,7 +25,7 @@ from test_bench_results import H100, L4, WORKLOAD, bench, variant
 
 SOFTCAP = Path(__file__).resolve().parent.parent / "kernel_projects" / "softcap"
 NAME = "torch-cpu"
-ROWS = [VariantRow(NAME, "cpu", (), "passed (3 passed) on CPU (torch 2.13.0)")]
+ROWS = [VariantRow(NAME, "cpu", (), "passed (3 passed) on CPU (torch 2.15.0)")]
 FAILED = {**WORKLOAD, "workload": "fp16", "status": "failed", "kernel": None, "reference": None, "speedup": None,
           "verify": {"match": False, "detail": "self.out differs from the reference by up to 0.5"}}
 UNCHECKED = {**WORKLOAD, "workload": "fp32", "status": "unverified", "reference": None, "speedup": None}

@@ -14,7 +14,7 @@ from publisher.plan.planner import make_plan
 from publisher.project.load import require_project
 from publisher.toolchains.provision import ensure_toolchain
 
-from build_fixtures import write_tiny_project
+from build_fixtures import variant_script, write_tiny_project
 from cli_helper import run_cli
 from matrix_fixtures import GPU_RUNNER_MATRIX
 
@@ -40,16 +40,10 @@ def test_cuda_variant_compiles_links_and_imports_with_its_torch(tmp_path):
     planned = make_plan(project, load_matrix(GPU_RUNNER_MATRIX)).by_name()[VARIANT]
     toolchain = ensure_toolchain(planned.toolchain)
     assert toolchain.cuda_version == "13.0" and toolchain.nvcc
-    script = f"""
-import importlib.util, json, sys, torch
-meta = json.load(open({str(variant / "metadata.json")!r}))
-spec = importlib.util.spec_from_file_location(meta["id"], {str(variant / "__init__.py")!r})
-module = importlib.util.module_from_spec(spec)
-sys.modules[meta["id"]] = module
-spec.loader.exec_module(module)
-op = getattr(torch.ops, meta["id"]).scale
-print(json.dumps({{"torch": torch.__version__, "cuda": torch.version.cuda, "schema": str(op.default._schema)}}))
-"""
+    script = variant_script(variant, """
+op = ops.scale
+print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda, "schema": str(op.default._schema)}))
+""")
     out = subprocess.run([toolchain.python, "-c", script], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.strip().splitlines()[-1])

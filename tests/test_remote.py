@@ -68,12 +68,12 @@ def _target(name="l4x1", backend="cuda", price=0.8):
 
 def test_one_job_per_target_and_image_and_the_cost_bound_is_shown():
     variants = ["torch211-cxx11-cu130-x86_64-linux", "torch210-cxx11-cu130-x86_64-linux",
-                "torch211-cxx11-cpu-x86_64-linux", "torch213-cxx11-cu130-x86_64-linux"]
+                "torch211-cxx11-cpu-x86_64-linux", "torch299-cxx11-cu130-x86_64-linux"]
     plans, unplaced = plan_jobs(variants, [_target("l4x1"), _target("h200", price=5.0)],
                                 lambda names: JobRequest(kind="test", variants=names), image=None)
     assert sorted(p.key for p in plans) == ["h200-1", "h200-2", "l4x1-1", "l4x1-2"]
     assert all(len(p.request.variants) == 1 for p in plans)
-    assert list(unplaced) == ["torch213-cxx11-cu130-x86_64-linux"]
+    assert list(unplaced) == ["torch299-cxx11-cu130-x86_64-linux"]  # a torch no image is known for
     lines = estimate(plans, 1800)
     assert lines[-1].startswith("  estimated cost: at most $5.80 ")  # (0.8 + 0.8 + 5 + 5) / 2
     one, _ = plan_jobs(variants[:2], [_target()], lambda n: JobRequest(kind="test", variants=n), image="my/image:1")

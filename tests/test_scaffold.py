@@ -96,13 +96,13 @@ def test_python_files_compile_and_export_the_op(tmp_path):
 def test_card_renders_on_push_with_the_release_values(tmp_path):
     assert init(tmp_path, "my-org/my-kernel").returncode == 0
     project = require_project(tmp_path / "my-kernel")
-    rows = [VariantRow("torch213-cxx11-cpu-x86_64-linux", "cpu", (), "passed (15 passed) on CPU")]
+    rows = [VariantRow("torch215-cxx11-cpu-x86_64-linux", "cpu", (), "passed (15 passed) on CPU")]
     card = render(project, "someone/fork", 3, rows, signed=False)
     assert card.text.startswith("---\nlibrary_name: kernels\nlicense: apache-2.0\n")
     assert "\n# my-kernel\n" in card.text and "{#" not in card.text and "{{" not in card.text
     assert 'my_kernel = get_kernel("someone/fork", version=3)' in card.text
     assert "- `silu`" in card.text
-    assert "| `torch213-cxx11-cpu-x86_64-linux` | cpu | - | passed (15 passed) on CPU |" in card.text
+    assert "| `torch215-cxx11-cpu-x86_64-linux` | cpu | - | passed (15 passed) on CPU |" in card.text
     assert "kernels benchmark someone/fork --version 3" in card.text
     assert card.media == {}
 

@@ -21,8 +21,8 @@ from publisher.testing.test_depends import declared_test_depends, pyproject_test
 from publisher.toolchains.provision import serves
 from publisher.toolchains.spec import ToolchainSpec
 
-KERNEL = verdict.Kernel(frozenset({"rmsnorm", "_rmsnorm_cpu_abc"}), ("/build/torch213-cpu", "/tmp/t/import"))
-ENV = verdict.Environment("/env/bin/python", "toolchain torch213-cpu", True, frozenset())
+KERNEL = verdict.Kernel(frozenset({"rmsnorm", "_rmsnorm_cpu_abc"}), ("/build/torch215-cpu", "/tmp/t/import"))
+ENV = verdict.Environment("/env/bin/python", "toolchain torch215-cpu", True, frozenset())
 
 
 def _judge(run: RunResult, events: EventSummary, suite: str = verdict.PROJECT, smoke=None, env=ENV, tmp=None):
@@ -61,7 +61,7 @@ def test_a_module_of_the_kernel_itself_missing_is_the_kernels_failure():
     raised = {**_missing("t.py", "rmsnorm.layers"), "type": "ImportError"}
     assert _judge(RC2, _events(("t.py",), raised, errors=1)).status == "failed"
     # ... and so is a third-party module the kernel's own code imports (users meet it too)
-    inside = _missing("t.py", "einops", file="/build/torch213-cpu/__init__.py")
+    inside = _missing("t.py", "einops", file="/build/torch215-cpu/__init__.py")
     assert _judge(RC2, _events(("t.py",), inside, errors=1)).status == "failed"
 
 
@@ -161,11 +161,11 @@ def test_a_broken_test_group_is_a_located_finding(tmp_path, text, problem):
 # -- accelerators hidden from a cpu variant ---------------------------------------------
 
 def test_a_cpu_variant_is_tested_with_the_platforms_accelerators_hidden():
-    hiding = hiding_for(Variant.parse("torch213-cxx11-cpu-x86_64-linux"), "x86_64-linux")
+    hiding = hiding_for(Variant.parse("torch215-cxx11-cpu-x86_64-linux"), "x86_64-linux")
     assert hiding.env["CUDA_VISIBLE_DEVICES"] == "" and hiding.env["HIP_VISIBLE_DEVICES"] == ""
     assert "CUDA" in hiding.hidden and "cuda" in hiding.torch_checks
     assert hiding_for(Variant.parse("torch-cpu"), "aarch64-darwin").hidden == ("MPS",)
-    assert hiding_for(Variant.parse("torch213-cxx11-cu130-x86_64-linux"), "x86_64-linux") is None
+    assert hiding_for(Variant.parse("torch215-cxx11-cu130-x86_64-linux"), "x86_64-linux") is None
     assert hiding_for(Variant.parse("torch-cuda"), "x86_64-linux") is None
 
 
@@ -180,7 +180,7 @@ def _spec(compute: str, requirement: str, torch: str = "2.11") -> ToolchainSpec:
     (_spec("cu130", "torch==2.11.*"), {"torch_version": "2.11.0+cu130", "cuda": "13.0"}, True),
     (_spec("cu128", "torch==2.11.0"), {"torch_version": "2.11.0+cu130", "cuda": "13.0"}, False),
     (_spec("cu130", "torch==2.11.1"), {"torch_version": "2.11.0+cu130", "cuda": "13.0"}, False),
-    (_spec("cpu", "torch==2.13.0+cpu", "2.13"), {"torch_version": "2.13.0+cpu", "cuda": None}, True),
+    (_spec("cpu", "torch==2.15.0+cpu", "2.15"), {"torch_version": "2.15.0+cpu", "cuda": None}, True),
     (_spec("cpu", "torch==2.11.*"), {"torch_version": "2.11.0+cu130", "cuda": "13.0"}, True),
     (_spec("cu130", "torch==2.11.0"), {"torch_version": "2.11.0+cpu", "cuda": None}, False),
     (_spec("cu130", "torch==2.11.0"), {}, False),
