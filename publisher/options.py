@@ -254,6 +254,8 @@ class ReleaseOptions:
     dry_run: bool = False
     hub_cache: bool = True
     test_on: Any = None  # publisher.remote.stage.RemoteTestOptions: test there (--test-on), else here
+    build_on: Any = None  # publisher.remote.stage.RemoteTestOptions: build there (--build-on), else here
+    max_parallel: int | None = None  # --build-on: jobs running at once (None: all)
 
     def test(self) -> TestCommandOptions:
         return TestCommandOptions(path=self.path, selection=self.selection, tests=self.tests,

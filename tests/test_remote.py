@@ -61,6 +61,84 @@ def test_each_variant_gets_a_pytorch_image_with_its_torch_and_cuda():
     assert image_for("torch211-cxx11-rocm64-x86_64-linux") is None
 
 
+def test_every_cell_of_the_default_matrix_a_job_can_build_has_its_images():
+    """The packaged matrix's x86_64-linux cpu and CUDA cells, for test and build jobs: a torch release the
+    matrix gains without images here fails this test (and every such variant would need --image)."""
+    from publisher.data import read_yaml
+    cells = [(str(t["version"]), f["compute"]) for t in read_yaml("matrix.yaml")["torch"] for f in t["flavours"]
+             if "x86_64-linux" in f["platforms"] and (f["compute"] == "cpu" or f["compute"].startswith("cu"))]
+    assert len(cells) >= 8
+    for version, compute in cells:
+        name = f"torch{version.replace('.', '')}-cxx11-{compute}-x86_64-linux"
+        for build in (False, True):
+            image = image_for(name, build=build)
+            assert image and f":{version}." in image and image.endswith("-devel" if build else "-runtime"), (name, image)
+            if compute != "cpu":
+                assert f"-cuda{compute[2:-1]}.{compute[-1]}-" in image, (name, image)
+
+
+def _planned(name: str):
+    from publisher.plan.planner import PlannedVariant
+    from publisher.plan.variants import Variant
+    from publisher.toolchains.spec import ToolchainSpec
+    variant = Variant.parse(name)
+    platform = str(variant.platform) if variant.platform else "x86_64-linux"
+    return PlannedVariant(variant=variant, toolchain=ToolchainSpec(
+        torch=variant.version or "2.15", compute=variant.compute if variant.platform else "cpu", platform=platform,
+        index_url=None, torch_requirement="torch==2.15.*"), required=True)
+
+
+@pytest.mark.parametrize("name, says", [
+    ("torch215-cxx11-cu130-x86_64-linux", None),
+    ("torch215-cxx11-cpu-x86_64-linux", None),
+    ("torch-cuda", None),
+    ("torch215-cxx11-cu130-aarch64-linux", "runs x86_64-linux machines only; build aarch64-linux variants"),
+    ("torch215-cpu-aarch64-darwin", "runs x86_64-linux machines only; build aarch64-darwin variants"),
+    ("torch215-cxx11-rocm71-x86_64-linux", "the rocm toolchain (ROCm hipcc) is not installable from PyPI"),
+    ("torch215-cxx11-xpu20253-x86_64-linux", "the xpu toolchain (Intel oneAPI DPC++) is not installable"),
+])
+def test_a_build_job_is_started_only_for_a_variant_the_place_can_build(name, says):
+    from publisher.remote.build import cannot_build_there
+    why = cannot_build_there(_planned(name), parse_place("hf-jobs:cpu-xl"))
+    assert (why is None) if says is None else (says in why), why
+
+
+def test_a_build_on_starts_no_job_for_variants_built_from_the_same_inputs(tmp_path):
+    """build/<variant>/ made from these inputs (here, or by an earlier job) is kept: no job, no Hub call
+    (the endpoint here refuses every connection); --force would send it again."""
+    import shutil
+    project = tmp_path / "softcap"
+    shutil.copytree(REPO / "kernel_projects" / "softcap", project, ignore=shutil.ignore_patterns("build"))
+    env = dict(os.environ, HF_ENDPOINT="http://127.0.0.1:9", HF_TOKEN="hf_" + "z" * 34)
+    subprocess.run([str(PUBLISHER), "build", str(project)], check=True, env=env, capture_output=True)
+    out = subprocess.run([str(PUBLISHER), "build", str(project), "--on", "hf-jobs:cpu-upgrade", "--json"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert {v["variant"]: v["state"] for v in json.loads(out.stdout)["variants"]} == {"torch-cpu": "cached",
+                                                                                     "torch-cuda": "cached"}
+    assert "build/torch-cpu was built from these inputs; no job needed" in out.stderr
+    (project / "torch-ext" / "softcap" / "__init__.py").write_text(
+        (project / "torch-ext" / "softcap" / "__init__.py").read_text() + "\n# changed\n")
+    out = subprocess.run([str(PUBLISHER), "build", str(project), "--on", "hf-jobs:cpu-upgrade", "--no-hub-cache"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    # changed sources: the variants go to jobs (which this endpoint cannot start: a clear error, no traceback)
+    assert out.returncode != 0 and "list the Jobs hardware" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--local", "--build-on", "hf-jobs:cpu-xl"], "--local and --build-on exclude each other"),
+    (["--max-parallel", "2"], "--build-image and --max-parallel go with --build-on"),
+    (["--build-on", "hf-jobs:cpu-xl,cpu-upgrade"], "builds run on one flavour"),
+])
+def test_release_build_on_refuses_what_it_cannot_do(argv, says, tmp_path):
+    import shutil
+    project = tmp_path / "softcap"
+    shutil.copytree(REPO / "kernel_projects" / "softcap", project, ignore=shutil.ignore_patterns("build"))
+    out = subprocess.run([str(PUBLISHER), "release", str(project), "--repo", "o/n", *argv], capture_output=True,
+                         text=True, env=dict(os.environ, HF_ENDPOINT="http://127.0.0.1:9"), timeout=120)
+    assert out.returncode == 2 and says in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
 def _target(name="l4x1", backend="cuda", price=0.8):
     return Target(name=name, pretty=name.upper(), backend=backend, gpu="1x L4 (24 GB)" if backend != "cpu" else None,
                   usd_per_hour=price)
@@ -214,7 +292,8 @@ def test_no_token_is_a_clear_error(jobs_hub, monkeypatch):
     assert "need a token" in err.value.message and "job.write" in err.value.hint
 
 
-@pytest.mark.parametrize("argv", [["test", "--on"], ["release", "--repo", "o/n", "--test-on"]])
+@pytest.mark.parametrize("argv", [["test", "--on"], ["release", "--repo", "o/n", "--test-on"],
+                                  ["release", "--repo", "o/n", "--build-on"], ["build", "--on"]])
 def test_the_cli_refuses_a_bad_place_without_a_traceback(argv):
     out = subprocess.run([str(PUBLISHER), argv[0], str(REPO / "kernel_projects" / "softcap"), *argv[1:], "k8s:pod"],
                          capture_output=True, text=True)
@@ -439,6 +518,7 @@ def test_variants_are_built_in_parallel_jobs_and_a_failed_one_alone_is_rebuilt(t
     proc, url = _serve(tmp_path, token, Path("/usr/bin/python3"), site)
     try:
         _build_rehearsal(tmp_path, url, token, [])
+        _release_built_in_jobs(tmp_path / "softcap", url, token)
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(30)
@@ -456,6 +536,50 @@ def test_builds_in_containers_of_the_jobs_image(tmp_path):
         _build_rehearsal(tmp_path, server.url, token, ["--image", image])
     finally:
         server.close()
+
+
+def _release_built_in_jobs(project: Path, url: str, token: str) -> None:
+    """After the rehearsal: nothing changed, so no job; `release --build-on` builds the missing variant in a
+    job, tests and publishes it; a later build takes it from the Hub cache instead of starting a job."""
+    import shutil
+    env = dict(os.environ, HF_ENDPOINT=url, HF_TOKEN=token, HF_HUB_DISABLE_XET="1")
+    api = HfApi(endpoint=url, token=token)
+
+    def build_jobs() -> list:
+        return [j for j in api.list_jobs(namespace="publisher-dev") if (j.labels or {}).get("publisher") == "build"]
+
+    seen = {j.id for j in build_jobs()}
+    out = subprocess.run([str(PUBLISHER), "build", str(project), "--on", "hf-jobs:cpu-upgrade", "--json"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert {v["variant"]: v["state"] for v in json.loads(out.stdout)["variants"]} == {
+        "torch-cpu": "cached", "torch-cuda": "cached"} and out.returncode == 0, out.stderr[-3000:]
+    assert {j.id for j in build_jobs()} == seen
+
+    shutil.rmtree(project / "build" / "torch-cpu")
+    out = subprocess.run([str(PUBLISHER), "release", str(project), "--repo", "publisher-dev/softcap", "--variant",
+                          "torch-cpu", "--partial", "--build-on", "hf-jobs:cpu-upgrade", "--job-timeout", "15m"],
+                         capture_output=True, text=True, env=env, timeout=900)
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log[-6000:]
+    new = [j for j in build_jobs() if j.id not in seen]
+    assert [(j.labels or {}).get("publisher-variant") for j in new] == ["torch-cpu"], new
+    report = json.loads((project / "build" / ".publisher" / "build-report.json").read_text())["variants"]
+    assert report["torch-cpu"]["state"] == "built-remote", report["torch-cpu"]
+    tested = json.loads((project / "build" / ".publisher" / "test-report.json").read_text())["variants"]["torch-cpu"]
+    assert tested["status"] == "passed" and tested["tests"]["passed"] > 0
+    files = api.list_repo_files("publisher-dev/softcap", repo_type="kernel", revision="v1")
+    assert "build/torch-cpu/metadata.json" in files
+    assert token not in log
+
+    shutil.rmtree(project / "build")
+    out = subprocess.run([str(PUBLISHER), "build", str(project), "--on", "hf-jobs:cpu-upgrade", "--variant", "torch-cpu",
+                          "--repo", "publisher-dev/softcap", "--json"], capture_output=True, text=True, env=env,
+                         timeout=300)
+    [entry] = json.loads(out.stdout)["variants"]
+    assert entry["state"] == "fetched" and out.returncode == 0, out.stderr[-3000:]
+    assert len(build_jobs()) == len(seen) + 1  # the Hub held it: no job
+    from publisher.builder.metadata import check_variant
+    assert check_variant(project / "build" / "torch-cpu").ok
 
 
 def _build_rehearsal(tmp_path: Path, url: str, token: str, extra: list[str]) -> None:

@@ -198,7 +198,7 @@ class Scheduler:
         try:
             fetched = self._from_hub(planned, fingerprint, stage, log)
             if fetched:
-                outcome = BuildOutcome(toolchain=_recorded_toolchain(stage))
+                outcome = BuildOutcome(toolchain=recorded_toolchain(stage))
             else:
                 outcome = self.backend.build(request, lambda line: self.progress.line(name, line))
                 stamp_inputs(stage, fingerprint)
@@ -290,7 +290,7 @@ class Scheduler:
         return res
 
 
-def _recorded_toolchain(variant_dir: Path) -> dict:
+def recorded_toolchain(variant_dir: Path) -> dict:
     """The toolchain versions a fetched variant's builder recorded (for the summary)."""
     provenance = read_metadata(variant_dir).get("provenance") or {}
     toolchain = provenance.get("toolchain") if isinstance(provenance, dict) else None

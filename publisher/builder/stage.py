@@ -58,7 +58,7 @@ def run_build(options: BuildCommandOptions, progress: Progress, note: Callable[[
     compile_options = BuildOptions(debug=options.debug, jobs=jobs, cores=cores, strict=options.strict,
                                    force=options.force)
     backend = get_backend(options.backend, project, options.settings)
-    hub_cache = _hub_cache(project, options, note) if options.hub_cache else None
+    hub_cache = hub_cache_for(project, options, note) if options.hub_cache else None
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         results = Scheduler(project, backend, build_dir, compile_options, progress, fail_fast=options.fail_fast,
@@ -69,7 +69,7 @@ def run_build(options: BuildCommandOptions, progress: Progress, note: Callable[[
     return BuildRun(build_dir, tuple(results))
 
 
-def _hub_cache(project: Project, options: BuildCommandOptions, note: Callable[[str], None]) -> HubCache | None:
+def hub_cache_for(project: Project, options: BuildCommandOptions, note: Callable[[str], None]) -> HubCache | None:
     """The version branch of the project's Hub repo, when there is one to read."""
     general = project.config.general
     source = "--repo" if options.repo_id else f"{project.build_toml} [general.hub] repo-id"

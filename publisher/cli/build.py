@@ -46,7 +46,9 @@ from publisher.options import BackendSettings, BuildCommandOptions, Selection
                    "kernel publishers are trusted already (also publisher.toml hub-cache-trust).")
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL for the cache (default: HF_ENDPOINT, else huggingface.co).")
 @remote_options(on_help="Build elsewhere: hf-jobs:FLAVOUR runs one Hugging Face Job per variant on that flavour "
-                        "(e.g. hf-jobs:cpu-upgrade); each variant comes back verified into build/.")
+                        "(e.g. hf-jobs:cpu-upgrade); each variant comes back verified into build/.",
+                image_help="With --on: image of every build job (default: PyTorch's public -devel image for each "
+                           "variant's torch and CUDA).")
 @click.option("--max-parallel", type=click.IntRange(min=1), help="With --on: jobs running at once (default: all).")
 def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, only_failed, force, debug, strict,
             as_json, matrix_file, out, base_image, ca_bundle, index_url, extra_index_urls, nix_bundle,

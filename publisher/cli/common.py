@@ -104,13 +104,15 @@ ON_HELP = ("Run on another machine: hf-jobs:FLAVOUR[,FLAVOUR...] sends the varia
            "Face Jobs (one job per flavour), e.g. hf-jobs:l4x1,a100-large.")
 
 
-def remote_options(prefix: str = "--on", on_help: str = ON_HELP):
+IMAGE_HELP = "Image of every remote job (default: PyTorch's public image for each variant's torch and CUDA)."
+
+
+def remote_options(prefix: str = "--on", on_help: str = ON_HELP, image_help: str = IMAGE_HELP):
     """Where to send work (`--on hf-jobs:FLAVOUR,...`) and how the jobs run."""
     def wrap(f):
         for option in reversed([
             click.option(prefix, "on", metavar="PLACE:TARGETS", help=on_help),
-            click.option("--image", help="Image of every remote job (default: PyTorch's public image for each variant's "
-                                         "torch and CUDA)."),
+            click.option("--image", help=image_help),
             click.option("--job-timeout", type=Duration(), default="1h", show_default=True,
                          help="Longest a remote job may run (setup included), e.g. 45m, 2h; it bounds the cost."),
             click.option("--staging-repo", metavar="REPO",

@@ -71,25 +71,42 @@ class ReleaseView:
 @click.option("--private", is_flag=True, help="Create the repo as private (when it does not exist).")
 @click.option("--dry-run", is_flag=True, help="Stop at the push plan; change nothing on the Hub.")
 @click.option("--no-hub-cache", is_flag=True, help="Compile every variant, even one --repo holds with the same inputs.")
-@remote_options("--test-on")
+@remote_options("--test-on", image_help="With --test-on: image of every test job (default: PyTorch's public image "
+                                        "for each variant's torch and CUDA).")
+@click.option("--build-on", metavar="PLACE:FLAVOUR",
+              help="Build the variants elsewhere: hf-jobs:FLAVOUR runs one Hugging Face Job per variant "
+                   "(e.g. hf-jobs:cpu-xl); each comes back verified into build/ before the tests.")
+@click.option("--build-image", help="With --build-on: image of every build job (default: PyTorch's public -devel "
+                                    "image for each variant's torch and CUDA).")
+@click.option("--max-parallel", type=click.IntRange(min=1), help="With --build-on: build jobs running at once "
+                                                                 "(default: all).")
 def command(path: Path, repo: str, local: bool, include, skip, allow_untested: bool, load_only, partial: bool, repo_id,
             require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private, dry_run, no_hub_cache,
-            on, image, job_timeout, staging_repo) -> int:
+            on, image, job_timeout, staging_repo, build_on, build_image, max_parallel) -> int:
     """Check, build, test and publish the kernel project in PATH."""
-    test_on = None
-    if on:
+    test_on = build_place = None
+    if build_on and local:
+        raise click.UsageError("--local and --build-on exclude each other: --build-on builds the matrix's variants "
+                               "elsewhere")
+    if (build_image or max_parallel) and not build_on:
+        raise click.UsageError("--build-image and --max-parallel go with --build-on PLACE:FLAVOUR")
+    if on or build_on:
         from publisher.remote.place import parse_place
         from publisher.remote.runner import RemoteOptions
         from publisher.remote.stage import RemoteTestOptions
 
-        test_on = RemoteTestOptions(parse_place(on, "--test-on"), RemoteOptions(
-            endpoint=endpoint, job_timeout=job_timeout, image=image, staging_repo=staging_repo))
+        if on:
+            test_on = RemoteTestOptions(parse_place(on, "--test-on"), RemoteOptions(
+                endpoint=endpoint, job_timeout=job_timeout, image=image, staging_repo=staging_repo))
+        if build_on:
+            build_place = RemoteTestOptions(parse_place(build_on, "--build-on"), RemoteOptions(
+                endpoint=endpoint, job_timeout=job_timeout, image=build_image, staging_repo=staging_repo))
     run_release(ReleaseOptions(
         path=path, repo_id=repo, selection=Selection(tuple(include), tuple(skip)), local=local,
         allow_untested=allow_untested, load_only=tuple(load_only), partial=partial,
         tests=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout, require_gpu=require_gpu,
                           all_tests=all_tests),
         matrix_file=matrix_file, endpoint=endpoint, private=private, dry_run=dry_run, hub_cache=not no_hub_cache,
-        test_on=test_on),
+        test_on=test_on, build_on=build_place, max_parallel=max_parallel),
         ReleaseView())
     return 0

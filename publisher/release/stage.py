@@ -92,7 +92,8 @@ def judge_tests(run: TestRun, options: ReleaseOptions) -> tuple[VariantTestResul
 
 
 def run_release(options: ReleaseOptions, events: ReleaseEvents) -> ReleaseResult:
-    """options.test_on: test the variants that need other hardware there (--test-on hf-jobs:...)."""
+    """options.build_on: build every variant in jobs there (--build-on hf-jobs:FLAVOUR); options.test_on: test
+    the variants that need other hardware there (--test-on hf-jobs:...)."""
     path = options.path
     events.step("check")
     checked = run_check(CheckOptions(path=path, quiet=True, matrix_file=options.matrix_file))
@@ -110,7 +111,12 @@ def run_release(options: ReleaseOptions, events: ReleaseEvents) -> ReleaseResult
         events.warning(gap)
 
     events.step("build")
-    built = events.build(options.build())
+    if options.build_on is not None:
+        from publisher.remote.build import run_remote_build
+
+        built = run_remote_build(options.build(), options.build_on, options.max_parallel, note=events.progress)
+    else:
+        built = events.build(options.build())
     events.built(built)
     if not built.ok:
         raise ProjectError("release stopped: some variants failed to build", "see the build summary above")

@@ -2,34 +2,44 @@
 each building its variant with this publisher's local backend in an image that can compile
 it; each built variant comes back through the private staging repository, is verified
 against its own metadata.json (every file's digest) and lands in build/<variant>/ as if built
-here (state `built-remote`). Failed, cancelled and unavailable variants are recorded as a
-local build records them, so `--only-failed` rebuilds just those."""
+here (state `built-remote`). No job is started for a variant whose build/<variant>/ was made
+from the same inputs (`cached`), one the Hub cache holds (`fetched`, as a local build takes
+it), or one the place cannot build (`unavailable`, with the reason). Failed, cancelled and
+unavailable variants are recorded as a local build records them, so `--only-failed` rebuilds
+just those."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from publisher import state
-from publisher.builder.metadata import check_variant
-from publisher.builder.scheduler import VariantResult, failed_in_report
-from publisher.builder.stage import BuildRun
+from publisher.builder import atomic as staging
+from publisher.builder.backend import BuildOptions
+from publisher.builder.inputs import inputs_fingerprint, source_digest
+from publisher.builder.metadata import check_variant, read_metadata, recorded_inputs
+from publisher.builder.scheduler import VariantResult, failed_in_report, recorded_toolchain
+from publisher.builder.stage import BuildRun, hub_cache_for
 from publisher.errors import UsageError
 from publisher.options import BuildCommandOptions
 from publisher.plan.matrix import find_matrix, load_matrix
-from publisher.plan.planner import make_plan, select
+from publisher.plan.planner import PlannedVariant, make_plan, select
 from publisher.project.load import require_project
+from publisher.project.model import Project
 from publisher.remote import place as places
 from publisher.remote.bundle import make_run_folder
 from publisher.remote.images import image_for
 from publisher.remote.request import JobRequest
 from publisher.remote.runner import JobOutcome, JobPlan
 from publisher.remote.stage import RemoteTestOptions, _Lines, estimate
+from publisher.toolchains.provision import obtainable_problem
 
 Sink = Callable[[str], None]
+# what a job builds with: the local backend at its default settings (the fingerprint it records)
+_JOB_BACKEND = "local"
 
 
 def run_remote_build(options: BuildCommandOptions, remote: RemoteTestOptions, max_parallel: int | None,
@@ -48,35 +58,102 @@ def run_remote_build(options: BuildCommandOptions, remote: RemoteTestOptions, ma
         raise UsageError("no variant to build", f"run `publisher matrix {options.path}` to see why each cell is left out")
     if len(remote.place.targets) != 1:
         raise UsageError(f"--on {remote.place}: builds run on one flavour", "name one, e.g. --on hf-jobs:cpu-upgrade")
+    results: dict[str, VariantResult] = {}
+    images: dict[str, str] = {}
+    for planned in chosen:
+        why = cannot_build_there(planned, remote.place)
+        image = None if why else (remote.remote.image or image_for(planned.name, build=True))
+        if why is None and image is None:
+            why = "publisher knows no image for this variant's torch; pass --image"
+        if why:
+            results[planned.name] = VariantResult(planned.name, "unavailable", reason=why)
+        else:
+            images[planned.name] = image
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with staging.build_lock(build_dir):
+        results.update(_reuse(project, options, [p for p in chosen if p.name in images], note))
+        todo = [p for p in chosen if p.name in images and p.name not in results]
+        if todo:
+            results.update(_build_in_jobs(project, options, remote, todo, images, max_parallel, note))
+    ordered = tuple(results[p.name] for p in chosen)
+    state.update_report(state.build_report_path(build_dir), {r.variant: r.report_entry() for r in ordered})
+    return BuildRun(build_dir, ordered)
+
+
+def cannot_build_there(planned: PlannedVariant, place: places.Place) -> str | None:
+    """Why a job at `place` cannot build this variant (its platform, a toolkit the local backend cannot
+    make); None when it can. A Python-only variant builds anywhere."""
+    if planned.variant.framework == "torch-noarch" or not place.info.platform:
+        return None
+    platform = planned.toolchain.platform
+    if platform != place.info.platform:
+        return f"{place.info.name} runs {place.info.platform} machines only; build {platform} variants on such a machine"
+    return obtainable_problem(platform, planned.toolchain.compute, place.info.platform)
+
+
+def _reuse(project: Project, options: BuildCommandOptions, planned: Sequence[PlannedVariant],
+           note: Sink) -> dict[str, VariantResult]:
+    """The variants no job needs to build: build/<variant>/ made from the same inputs (unless --force), or
+    the Hub cache's copy (unless --no-hub-cache), moved into place as a local build moves it."""
+    if not planned:
+        return {}
+    build_dir = options.build_dir
+    sources = source_digest(project)
+    wanted = {p.name: inputs_fingerprint(project, p, BuildOptions(debug=options.debug), _JOB_BACKEND, sources)
+              for p in planned}
+    found: dict[str, VariantResult] = {}
+    report = state.read_report(state.build_report_path(build_dir))["variants"]
+    for name, fingerprint in wanted.items():
+        target = build_dir / name
+        if options.force or not check_variant(target).ok or recorded_inputs(read_metadata(target)) != fingerprint:
+            continue
+        entry = report.get(name) or {}
+        found[name] = VariantResult(name, "cached", fingerprint=state.variant_fingerprint(target),
+                                    inputs=entry.get("inputs"), source=entry.get("source"),
+                                    backend=entry.get("backend") or _JOB_BACKEND, toolchain=recorded_toolchain(target))
+        note(f"{name}: build/{name} was built from these inputs; no job needed")
+    rest = [name for name in wanted if name not in found]
+    cache = hub_cache_for(project, options, note) if rest and options.hub_cache else None
+    for name in rest if cache is not None else ():
+        stage = staging.new_stage(build_dir, name)
+        try:
+            hit = cache.fetch(name, wanted[name], stage)
+            if hit.source:
+                target = build_dir / name
+                staging.promote(stage, target)
+                found[name] = VariantResult(name, "fetched", fingerprint=state.variant_fingerprint(target),
+                                            source=f"hub cache {hit.source}", backend=_JOB_BACKEND,
+                                            toolchain=recorded_toolchain(target))
+                note(f"{name}: {hit.reason}; no job needed")
+        finally:
+            staging.discard(stage)
+    return found
+
+
+def _build_in_jobs(project: Project, options: BuildCommandOptions, remote: RemoteTestOptions,
+                   todo: Sequence[PlannedVariant], images: dict[str, str], max_parallel: int | None,
+                   note: Sink) -> dict[str, VariantResult]:
+    build_dir = options.build_dir
     runner = places.load_module(remote.place).make_runner(remote.place.targets, remote.remote)
     [target] = runner.targets([], any_backend=True)
-    plans, results = [], []
-    for planned in chosen:
-        image = remote.remote.image or image_for(planned.name, build=True)
-        if image is None:
-            results.append(VariantResult(planned.name, "unavailable",
-                                         reason="publisher knows no image for this variant's torch; pass --image"))
-            continue
-        request = JobRequest(kind="build", variants=(planned.name,),
-                             matrix="matrix.yaml" if options.matrix_file else None)
-        plans.append(JobPlan(key=planned.name, target=target, image=image, request=request))
-    if plans:
-        note(f"building on {runner.place_name}: {len(plans)} job(s), at most {max_parallel or len(plans)} at once")
-        for line in estimate(plans, remote.remote.job_timeout):
-            note(line)
-        build_dir.mkdir(parents=True, exist_ok=True)
-        fetched: dict[str, VariantResult] = {}
-        with tempfile.TemporaryDirectory(prefix="publisher-run-") as tmp:
-            folder = make_run_folder(Path(tmp) / "run", project.root, build_dir, [], {p.key: p.request for p in plans},
-                                     options.matrix_file)
-            outcomes = runner.run(plans, folder, _Lines(note), max_parallel=max_parallel, upload=True,
-                                  collect=lambda outcome, staged: fetched.update(_collect(outcome, staged, build_dir,
-                                                                                           remote, note)))
-        for outcome in outcomes:
-            name = outcome.plan.request.variants[0]
-            results.append(fetched.get(name) or _failed(outcome, name))
-    state.update_report(state.build_report_path(build_dir), {r.variant: r.report_entry() for r in results})
-    return BuildRun(build_dir, tuple(results))
+    plans = [JobPlan(key=p.name, target=target, image=images[p.name],
+                     request=JobRequest(kind="build", variants=(p.name,),
+                                        matrix="matrix.yaml" if options.matrix_file else None)) for p in todo]
+    note(f"building on {runner.place_name}: {len(plans)} job(s), at most {max_parallel or len(plans)} at once")
+    for line in estimate(plans, remote.remote.job_timeout):
+        note(line)
+    fetched: dict[str, VariantResult] = {}
+    with tempfile.TemporaryDirectory(prefix="publisher-run-") as tmp:
+        folder = make_run_folder(Path(tmp) / "run", project.root, build_dir, [], {p.key: p.request for p in plans},
+                                 options.matrix_file)
+        outcomes = runner.run(plans, folder, _Lines(note), max_parallel=max_parallel, upload=True,
+                              collect=lambda outcome, staged: fetched.update(_collect(outcome, staged, build_dir,
+                                                                                       remote, note)))
+    results = {}
+    for outcome in outcomes:
+        name = outcome.plan.request.variants[0]
+        results[name] = fetched.get(name) or _failed(outcome, name)
+    return results
 
 
 def _job_result(outcome: JobOutcome, name: str) -> dict:

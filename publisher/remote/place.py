@@ -22,6 +22,7 @@ class PlaceInfo:
     target: str
     example: str
     docs: str = ""
+    platform: str = ""  # what its jobs run on (x86_64-linux); "" = the variants' own
 
 
 @dataclass(frozen=True)

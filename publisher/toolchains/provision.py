@@ -192,15 +192,21 @@ def ensure_packages(toolchain: Toolchain, requirements: Sequence[str], on_line: 
 # -- creation -----------------------------------------------------------------
 
 def _check_obtainable(spec: ToolchainSpec) -> None:
-    host = host_platform()
-    if spec.platform != host:
-        raise ToolchainUnavailable(f"{spec.platform} toolchains cannot run on this {host} host")
-    backend = backend_of_compute(spec.compute)
+    problem = obtainable_problem(spec.platform, spec.compute, host_platform())
+    if problem:
+        raise ToolchainUnavailable(problem)
+
+
+def obtainable_problem(platform: str, compute: str, host: str) -> str | None:
+    """Why publisher cannot make the toolchain of a (platform, compute) cell on a `host` machine
+    (x86_64-linux), None when it can: only the host's own platform, and only toolkits on PyPI."""
+    if platform != host:
+        return f"{platform} toolchains cannot run on this {host} host"
+    backend = backend_of_compute(compute)
     if backend not in ("cpu", "cuda"):
-        raise ToolchainUnavailable(
-            f"the {backend} toolchain ({_TOOLKIT.get(backend, backend)}) is not installable from PyPI; "
-            "build this variant with --backend docker or nix, or on a machine that has it"
-        )
+        return (f"the {backend} toolchain ({_TOOLKIT.get(backend, backend)}) is not installable from PyPI; "
+                "build this variant with --backend docker or nix, or on a machine that has it")
+    return None
 
 
 _TOOLKIT = {"rocm": "ROCm hipcc", "xpu": "Intel oneAPI DPC++", "metal": "Xcode metal"}
