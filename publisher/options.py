@@ -256,6 +256,7 @@ class ReleaseOptions:
     test_on: Any = None  # publisher.remote.stage.RemoteTestOptions: test there (--test-on), else here
     build_on: Any = None  # publisher.remote.stage.RemoteTestOptions: build there (--build-on), else here
     max_parallel: int | None = None  # --build-on: jobs running at once (None: all)
+    jobs_per: str | None = None  # --build-on: one job per "variant" or "image" (None: the place's default)
 
     def test(self) -> TestCommandOptions:
         return TestCommandOptions(path=self.path, selection=self.selection, tests=self.tests,

@@ -125,9 +125,26 @@ def test_a_build_on_starts_no_job_for_variants_built_from_the_same_inputs(tmp_pa
     assert out.returncode != 0 and "list the Jobs hardware" in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
+def test_build_jobs_are_one_per_variant_or_one_per_image_as_asked():
+    from publisher.remote.build import group_jobs
+    images = {"a": "img:1", "b": "img:2", "c": "img:1"}
+    assert group_jobs(["a", "b", "c"], images, "variant") == [("a", "img:1", ("a",)), ("b", "img:2", ("b",)),
+                                                              ("c", "img:1", ("c",))]
+    assert group_jobs(["a", "b", "c"], images, "image") == [("a+1", "img:1", ("a", "c")), ("b", "img:2", ("b",))]
+    assert parse_place("hf-jobs:cpu-xl").info.build_jobs == "variant"  # the default, from places.yaml
+    with pytest.raises(UsageError):
+        group_jobs(["a"], images, "flavour")
+
+
+def test_build_job_options_without_on_are_refused():
+    out = subprocess.run([str(PUBLISHER), "build", str(REPO / "kernel_projects" / "softcap"), "--one-job-per", "image"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "go with --on PLACE:FLAVOUR" in out.stderr, out.stderr
+
+
 @pytest.mark.parametrize("argv, says", [
     (["--local", "--build-on", "hf-jobs:cpu-xl"], "--local and --build-on exclude each other"),
-    (["--max-parallel", "2"], "--build-image and --max-parallel go with --build-on"),
+    (["--max-parallel", "2"], "--build-image, --max-parallel and --one-job-per go with --build-on"),
     (["--build-on", "hf-jobs:cpu-xl,cpu-upgrade"], "builds run on one flavour"),
 ])
 def test_release_build_on_refuses_what_it_cannot_do(argv, says, tmp_path):
@@ -580,6 +597,17 @@ def _release_built_in_jobs(project: Path, url: str, token: str) -> None:
     assert len(build_jobs()) == len(seen) + 1  # the Hub held it: no job
     from publisher.builder.metadata import check_variant
     assert check_variant(project / "build" / "torch-cpu").ok
+
+    # --one-job-per image: softcap's two variants share their build image, so one job builds both
+    shutil.rmtree(project / "build")
+    seen = {j.id for j in build_jobs()}
+    out = subprocess.run([str(PUBLISHER), "build", str(project), "--on", "hf-jobs:cpu-upgrade", "--one-job-per", "image",
+                          "--no-hub-cache", "--json"], capture_output=True, text=True, env=env, timeout=600)
+    assert {v["variant"]: v["state"] for v in json.loads(out.stdout)["variants"]} == {
+        "torch-cpu": "built-remote", "torch-cuda": "built-remote"} and out.returncode == 0, out.stderr[-3000:]
+    assert len([j for j in build_jobs() if j.id not in seen]) == 1, out.stderr[-3000:]
+    assert "2 variant(s) in 1 job(s)" in out.stderr
+    assert check_variant(project / "build" / "torch-cpu").ok and check_variant(project / "build" / "torch-cuda").ok
 
 
 def _build_rehearsal(tmp_path: Path, url: str, token: str, extra: list[str]) -> None:

@@ -50,9 +50,12 @@ from publisher.options import BackendSettings, BuildCommandOptions, Selection
                 image_help="With --on: image of every build job (default: PyTorch's public -devel image for each "
                            "variant's torch and CUDA).")
 @click.option("--max-parallel", type=click.IntRange(min=1), help="With --on: jobs running at once (default: all).")
+@click.option("--one-job-per", "per", type=click.Choice(["variant", "image"]),
+              help="With --on: one job per variant (the place's default), or one per image for the variants "
+                   "sharing it (one image pull for them).")
 def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, only_failed, force, debug, strict,
             as_json, matrix_file, out, base_image, ca_bundle, index_url, extra_index_urls, nix_bundle,
-            repo_id, no_hub_cache, trust, endpoint, on, image, job_timeout, staging_repo, max_parallel) -> int:
+            repo_id, no_hub_cache, trust, endpoint, on, image, job_timeout, staging_repo, max_parallel, per) -> int:
     """Build the variants of the kernel project at PATH."""
     options = BuildCommandOptions(
         path=path, selection=Selection(tuple(include), tuple(skip)), local=local, backend=backend_name,
@@ -72,6 +75,8 @@ def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, on
             raise click.UsageError("--local and --on exclude each other: --on builds the matrix's variants elsewhere")
         remote = RemoteTestOptions(parse_place(on), RemoteOptions(endpoint=endpoint, job_timeout=job_timeout,
                                                                   image=image, staging_repo=staging_repo))
-        run = run_remote_build(options, remote, max_parallel, note=lambda line: click.echo(line, err=True))
+        run = run_remote_build(options, remote, max_parallel, note=lambda line: click.echo(line, err=True), per=per)
         return render_build(run, as_json)
+    if max_parallel or per:
+        raise click.UsageError("--max-parallel and --one-job-per go with --on PLACE:FLAVOUR")
     return render_build(build_with_progress(options, as_json), as_json)

@@ -80,16 +80,18 @@ class ReleaseView:
                                     "image for each variant's torch and CUDA).")
 @click.option("--max-parallel", type=click.IntRange(min=1), help="With --build-on: build jobs running at once "
                                                                  "(default: all).")
+@click.option("--one-job-per", "per", type=click.Choice(["variant", "image"]),
+              help="With --build-on: one build job per variant (the place's default), or one per image.")
 def command(path: Path, repo: str, local: bool, include, skip, allow_untested: bool, load_only, partial: bool, repo_id,
             require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private, dry_run, no_hub_cache,
-            on, image, job_timeout, staging_repo, build_on, build_image, max_parallel) -> int:
+            on, image, job_timeout, staging_repo, build_on, build_image, max_parallel, per) -> int:
     """Check, build, test and publish the kernel project in PATH."""
     test_on = build_place = None
     if build_on and local:
         raise click.UsageError("--local and --build-on exclude each other: --build-on builds the matrix's variants "
                                "elsewhere")
-    if (build_image or max_parallel) and not build_on:
-        raise click.UsageError("--build-image and --max-parallel go with --build-on PLACE:FLAVOUR")
+    if (build_image or max_parallel or per) and not build_on:
+        raise click.UsageError("--build-image, --max-parallel and --one-job-per go with --build-on PLACE:FLAVOUR")
     if on or build_on:
         from publisher.remote.place import parse_place
         from publisher.remote.runner import RemoteOptions
@@ -107,6 +109,6 @@ def command(path: Path, repo: str, local: bool, include, skip, allow_untested: b
         tests=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout, require_gpu=require_gpu,
                           all_tests=all_tests),
         matrix_file=matrix_file, endpoint=endpoint, private=private, dry_run=dry_run, hub_cache=not no_hub_cache,
-        test_on=test_on, build_on=build_place, max_parallel=max_parallel),
+        test_on=test_on, build_on=build_place, max_parallel=max_parallel, jobs_per=per),
         ReleaseView())
     return 0

@@ -114,7 +114,8 @@ def run_release(options: ReleaseOptions, events: ReleaseEvents) -> ReleaseResult
     if options.build_on is not None:
         from publisher.remote.build import run_remote_build
 
-        built = run_remote_build(options.build(), options.build_on, options.max_parallel, note=events.progress)
+        built = run_remote_build(options.build(), options.build_on, options.max_parallel, note=events.progress,
+                                 per=options.jobs_per)
     else:
         built = events.build(options.build())
     events.built(built)

@@ -43,7 +43,12 @@ _JOB_BACKEND = "local"
 
 
 def run_remote_build(options: BuildCommandOptions, remote: RemoteTestOptions, max_parallel: int | None,
-                     note: Sink) -> BuildRun:
+                     note: Sink, per: str | None = None) -> BuildRun:
+    """per: one job per "variant" or per "image" (None: the place's build_jobs in places.yaml)."""
+    per = per or remote.place.info.build_jobs
+    if per not in JOB_GROUPINGS:
+        raise UsageError(f"places.yaml: {remote.place.info.key} build_jobs {per!r} is not a job grouping",
+                         f"use one of {', '.join(JOB_GROUPINGS)}")
     project = require_project(options.path)
     build_dir = options.build_dir
     matrix = load_matrix(find_matrix(project.root, options.matrix_file))
@@ -74,7 +79,7 @@ def run_remote_build(options: BuildCommandOptions, remote: RemoteTestOptions, ma
         results.update(_reuse(project, options, [p for p in chosen if p.name in images], note))
         todo = [p for p in chosen if p.name in images and p.name not in results]
         if todo:
-            results.update(_build_in_jobs(project, options, remote, todo, images, max_parallel, note))
+            results.update(_build_in_jobs(project, options, remote, todo, images, max_parallel, per, note))
     ordered = tuple(results[p.name] for p in chosen)
     state.update_report(state.build_report_path(build_dir), {r.variant: r.report_entry() for r in ordered})
     return BuildRun(build_dir, ordered)
@@ -131,15 +136,17 @@ def _reuse(project: Project, options: BuildCommandOptions, planned: Sequence[Pla
 
 
 def _build_in_jobs(project: Project, options: BuildCommandOptions, remote: RemoteTestOptions,
-                   todo: Sequence[PlannedVariant], images: dict[str, str], max_parallel: int | None,
+                   todo: Sequence[PlannedVariant], images: dict[str, str], max_parallel: int | None, per: str,
                    note: Sink) -> dict[str, VariantResult]:
     build_dir = options.build_dir
     runner = places.load_module(remote.place).make_runner(remote.place.targets, remote.remote)
     [target] = runner.targets([], any_backend=True)
-    plans = [JobPlan(key=p.name, target=target, image=images[p.name],
-                     request=JobRequest(kind="build", variants=(p.name,),
-                                        matrix="matrix.yaml" if options.matrix_file else None)) for p in todo]
-    note(f"building on {runner.place_name}: {len(plans)} job(s), at most {max_parallel or len(plans)} at once")
+    matrix = "matrix.yaml" if options.matrix_file else None
+    plans = [JobPlan(key=key, target=target, image=image, request=JobRequest(kind="build", variants=names,
+                                                                               matrix=matrix))
+             for key, image, names in group_jobs([p.name for p in todo], images, per)]
+    note(f"building on {runner.place_name}: {len(todo)} variant(s) in {len(plans)} job(s), "
+         f"at most {max_parallel or len(plans)} at once")
     for line in estimate(plans, remote.remote.job_timeout):
         note(line)
     fetched: dict[str, VariantResult] = {}
@@ -149,11 +156,25 @@ def _build_in_jobs(project: Project, options: BuildCommandOptions, remote: Remot
         outcomes = runner.run(plans, folder, _Lines(note), max_parallel=max_parallel, upload=True,
                               collect=lambda outcome, staged: fetched.update(_collect(outcome, staged, build_dir,
                                                                                        remote, note)))
-    results = {}
-    for outcome in outcomes:
-        name = outcome.plan.request.variants[0]
-        results[name] = fetched.get(name) or _failed(outcome, name)
-    return results
+    return {name: fetched.get(name) or _failed(outcome, name) for outcome in outcomes
+            for name in outcome.plan.request.variants}
+
+
+JOB_GROUPINGS = ("variant", "image")
+
+
+def group_jobs(names: Sequence[str], images: dict[str, str], per: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(job key, image, variants) for each job: one per variant, or (per="image") one per image, whose
+    variants then share the image pull and the job's cores."""
+    if per not in JOB_GROUPINGS:
+        raise UsageError(f"unknown job grouping {per!r}", f"use one of {', '.join(JOB_GROUPINGS)}")
+    if per == "variant":
+        return [(name, images[name], (name,)) for name in names]
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(images[name], []).append(name)
+    return [(group[0] if len(group) == 1 else f"{group[0]}+{len(group) - 1}", image, tuple(group))
+            for image, group in groups.items()]
 
 
 def _job_result(outcome: JobOutcome, name: str) -> dict:
@@ -178,8 +199,15 @@ def _failed(outcome: JobOutcome, name: str) -> VariantResult:
 
 
 def _collect(outcome: JobOutcome, staged, build_dir: Path, remote: RemoteTestOptions, note: Sink) -> dict:
-    """The variant the job sent, verified and moved into build/<variant>/; {} when there is none."""
-    name = outcome.plan.request.variants[0]
+    """The variants the job sent, each verified and moved into build/<variant>/ (one it did not send: none)."""
+    found: dict[str, VariantResult] = {}
+    for name in outcome.plan.request.variants:
+        found.update(_collect_one(outcome, name, staged, build_dir, remote, note))
+    return found
+
+
+def _collect_one(outcome: JobOutcome, name: str, staged, build_dir: Path, remote: RemoteTestOptions,
+                 note: Sink) -> dict:
     commit = ((outcome.payload or {}).get("uploaded") or {}).get(name)
     if not commit:
         return {}

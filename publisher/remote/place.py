@@ -23,6 +23,7 @@ class PlaceInfo:
     example: str
     docs: str = ""
     platform: str = ""  # what its jobs run on (x86_64-linux); "" = the variants' own
+    build_jobs: str = "variant"  # `build --on`: one job per variant, or per image
 
 
 @dataclass(frozen=True)
