@@ -383,6 +383,26 @@ def test_stopping_the_hub_server_command_stops_its_jobs(tmp_path, signum):
             proc.wait()
 
 
+def test_a_relative_data_dir_still_mounts_volumes_in_jobs(tmp_path):
+    """`publisher hub-server --data-dir hub` from the folder it is in: a job's repo volume is found (the
+    process executor runs jobs in folders of their own, where a relative path means something else)."""
+    token = "hf_" + "r" * 34
+    argv = [sys.executable, "-m", "publisher", "hub-server", "--port", "0", "--data-dir", "hub", "--token", token,
+            "--jobs-executor", "process"]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=tmp_path)
+    try:
+        url = re.match(r"Hub-compatible server on (http://127\.0\.0\.1:\d+) ", proc.stderr.readline()).group(1)
+        api = HfApi(endpoint=url, token=token)
+        mount = f"/mnt/publisher-jobs-test-{uuid.uuid4().hex[:8]}"
+        volume = Volume(type="model", source=_private_model(api, "relative"), mount_path=mount, path="weights")
+        job = _run(api, f"cat {mount}/msg.txt", volumes=[volume])
+        assert _wait(api, job).status.stage == "COMPLETED", _logs(api, job)
+        assert [x for x in _logs(api, job) if not x.startswith("[hub-server]")] == ["relative"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
 def test_the_hf_jobs_cli_runs_against_the_server(jobs_hub, tmp_path):
     hf = Path(sys.executable).with_name("hf")
     env = {**os.environ, "HF_ENDPOINT": jobs_hub.url, "HF_TOKEN": jobs_hub.write_token, "HF_HOME": str(tmp_path),

@@ -36,9 +36,9 @@ from publisher.options import HubServerOptions
 def command(port: int, data_dir: Path, tokens, read_tokens, tokens_without_jobs, trusted, jobs_executor: str,
             jobs_dir: Path | None) -> None:
     """Serve the Hub API (repos, LFS, commits, resolve) and the Jobs API on 127.0.0.1."""
-    options = HubServerOptions.from_args(data_dir=data_dir, port=port, tokens=tokens, read_tokens=read_tokens,
+    options = HubServerOptions.from_args(data_dir=data_dir.absolute(), port=port, tokens=tokens, read_tokens=read_tokens,
                                          trusted_orgs=trusted, tokens_without_jobs=tokens_without_jobs,
-                                         jobs_executor=jobs_executor, jobs_dir=jobs_dir)
+                                         jobs_executor=jobs_executor, jobs_dir=jobs_dir.absolute() if jobs_dir else None)
     server = open_server(options)
     render_banner(server, options)
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the jobs too, as Ctrl-C does
