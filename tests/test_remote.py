@@ -136,6 +136,14 @@ def test_build_jobs_are_one_per_variant_or_one_per_image_as_asked():
         group_jobs(["a"], images, "flavour")
 
 
+@pytest.mark.parametrize("argv", [["--debug"], ["--backend", "docker"], ["--jobs", "2"], ["--local"]])
+def test_build_options_a_job_would_ignore_are_refused_with_on(argv):
+    out = subprocess.run([str(PUBLISHER), "build", str(REPO / "kernel_projects" / "softcap"), "--on",
+                          "hf-jobs:cpu-upgrade", *argv], capture_output=True, text=True,
+                         env=dict(os.environ, HF_ENDPOINT="http://127.0.0.1:9"))
+    assert out.returncode == 2 and argv[0] in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
 def test_build_job_options_without_on_are_refused():
     out = subprocess.run([str(PUBLISHER), "build", str(REPO / "kernel_projects" / "softcap"), "--one-job-per", "image"],
                          capture_output=True, text=True)

@@ -73,6 +73,11 @@ def command(path, local, include, skip, backend_name, jobs, cores, fail_fast, on
 
         if local:
             raise click.UsageError("--local and --on exclude each other: --on builds the matrix's variants elsewhere")
+        ignored = [flag for flag, given in (("--backend " + backend_name, backend_name != "local"), ("--debug", debug),
+                                            ("--strict", strict), ("--jobs", jobs), ("--cores", cores)) if given]
+        if ignored:
+            raise click.UsageError(f"{', '.join(ignored)}: not with --on (each job builds its variant with the local "
+                                   "backend, optimised, on the flavour's cores)")
         remote = RemoteTestOptions(parse_place(on), RemoteOptions(endpoint=endpoint, job_timeout=job_timeout,
                                                                   image=image, staging_repo=staging_repo))
         run = run_remote_build(options, remote, max_parallel, note=lambda line: click.echo(line, err=True), per=per)

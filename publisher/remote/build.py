@@ -104,7 +104,7 @@ def _reuse(project: Project, options: BuildCommandOptions, planned: Sequence[Pla
         return {}
     build_dir = options.build_dir
     sources = source_digest(project)
-    wanted = {p.name: inputs_fingerprint(project, p, BuildOptions(debug=options.debug), _JOB_BACKEND, sources)
+    wanted = {p.name: inputs_fingerprint(project, p, BuildOptions(), _JOB_BACKEND, sources)  # what a job builds
               for p in planned}
     found: dict[str, VariantResult] = {}
     report = state.read_report(state.build_report_path(build_dir))["variants"]
