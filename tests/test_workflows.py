@@ -232,6 +232,10 @@ def test_release_pipeline_builds_natively_signs_tests_and_pushes_only_after_ever
     built = _index(steps, lambda s: "publisher build" in s.get("run", ""))
     assert '--backend "$BUILD_BACKEND" --variant "$VARIANT"' in steps[built]["run"]
     assert "::error::$VARIANT: $state" in steps[built]["run"]  # unavailable is not success
+    # success is what `publisher build` calls success: a variant the Hub cache held (fetched) too
+    from publisher.builder.scheduler import BUILT_STATES
+    [accepted] = re.findall(r"^\s*([a-z|-]+)\) exit \"\$rc\" ;;", steps[built]["run"], re.M)
+    assert set(accepted.split("|")) == set(BUILT_STATES), accepted
     signed = _index(steps, lambda s: "sigstore sign" in s.get("run", ""))
     assert '--bundle "$KERNEL/build/$VARIANT/metadata.json.sigstore"' in steps[signed]["run"]
     assert steps[signed]["if"] == "env.SIGNING == 'sigstore'"

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from publisher.builder.hub_cache import HubCache  # imported by whoever makes one (the Hub client is slow to import)
 
 
+# The states in which build/<variant>/ holds the variant asked for (anything else fails the build command).
+BUILT_STATES = ("built", "fetched", "cached", "built-remote")
+
+
 @dataclass(frozen=True)
 class VariantResult:
     variant: str
@@ -243,7 +247,7 @@ class Scheduler:
         if entry.get("state") == "unavailable" and time.time() - entry.get("at", 0) < UNAVAILABLE_TTL:
             # obtaining a toolchain can take seconds (index timeouts); do not retry on every run
             return VariantResult(planned.name, "unavailable", inputs=key, reason=entry.get("reason"), at=entry["at"])
-        if entry.get("state") not in ("built", "fetched", "cached", "built-remote"):
+        if entry.get("state") not in BUILT_STATES:
             return None
         if not (target / METADATA).is_file() or state.variant_fingerprint(target) != entry.get("fingerprint"):
             return None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from publisher.backends import get_backend
 from publisher.builder.backend import BuildOptions
-from publisher.builder.scheduler import Scheduler, VariantResult, default_budget, failed_in_report
+from publisher.builder.scheduler import BUILT_STATES, Scheduler, VariantResult, default_budget, failed_in_report
 from publisher.errors import UsageError
 from publisher.hub_names import is_trust_entry, repo_id_problem
 from publisher.options import BuildCommandOptions
@@ -34,7 +34,7 @@ class BuildRun:
     @property
     def ok(self) -> bool:
         """Every requested variant is there (a failed, cancelled or toolchain-less one fails the command)."""
-        return all(r.state in ("built", "fetched", "cached", "built-remote") for r in self.results)
+        return all(r.state in BUILT_STATES for r in self.results)
 
 
 def run_build(options: BuildCommandOptions, progress: Progress, note: Callable[[str], None]) -> BuildRun:
