@@ -125,6 +125,27 @@ def test_a_build_on_starts_no_job_for_variants_built_from_the_same_inputs(tmp_pa
     assert out.returncode != 0 and "list the Jobs hardware" in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
+def test_a_job_fingerprints_the_sources_this_machine_fingerprints(tmp_path):
+    """The run folder leaves out environments, egg-info and build folders; the fingerprint must leave
+    out the same, or every variant a job built would look stale here and be built again."""
+    import shutil
+
+    from publisher.builder.inputs import source_digest
+    from publisher.project.load import require_project
+    from publisher.remote.bundle import make_run_folder
+    project = tmp_path / "softcap"
+    shutil.copytree(REPO / "kernel_projects" / "softcap", project, ignore=shutil.ignore_patterns("build"))
+    for path, text in {"venv/lib/site.py": "x = 1\n", "torch-ext/softcap.egg-info/PKG-INFO": "Name: softcap\n",
+                       "out/.publisher/build.json": "{}", "out/torch-cpu/x.py": "", ".clang-format": "{}\n"}.items():
+        (project / path).parent.mkdir(parents=True, exist_ok=True)
+        (project / path).write_text(text)
+    run = make_run_folder(tmp_path / "run", project, project / "build", [], {})
+    sent = run / "project"
+    assert not (sent / "venv").exists() and not (sent / "out").exists()
+    assert not (sent / "torch-ext" / "softcap.egg-info").exists() and (sent / ".clang-format").is_file()
+    assert source_digest(require_project(sent)) == source_digest(require_project(project))
+
+
 def test_build_jobs_are_one_per_variant_or_one_per_image_as_asked():
     from publisher.remote.build import group_jobs
     images = {"a": "img:1", "b": "img:2", "c": "img:1"}

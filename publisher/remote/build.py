@@ -10,7 +10,6 @@ just those."""
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -93,7 +92,8 @@ def cannot_build_there(planned: PlannedVariant, place: places.Place) -> str | No
     platform = planned.toolchain.platform
     if platform != place.info.platform:
         return f"{place.info.name} runs {place.info.platform} machines only; build {platform} variants on such a machine"
-    return obtainable_problem(platform, planned.toolchain.compute, place.info.platform)
+    problem = obtainable_problem(platform, planned.toolchain.compute, place.info.platform)
+    return f"a {place.info.name} job builds with publisher's own toolchains: {problem}" if problem else None
 
 
 def _reuse(project: Project, options: BuildCommandOptions, planned: Sequence[PlannedVariant],
@@ -223,11 +223,8 @@ def _collect_one(outcome: JobOutcome, name: str, staged, build_dir: Path, remote
             return {name: VariantResult(name, "failed", error=f"{where}: the variant that came back does not match its "
                                         f"metadata.json: {'; '.join(check.problems[:3])}", source=where)}
         target = build_dir / name
-        aside = Path(tmp) / "previous"
-        if target.exists():
-            target.rename(aside)
-        shutil.move(str(got), str(target))
+        staging.promote(got, target)  # as a local build puts its variant in place
     note(f"{name}: fetched from {where}, every file's digest checked")
     return {name: VariantResult(name, "built-remote", seconds=entry.get("seconds") or outcome.seconds or 0.0,
                                 fingerprint=state.variant_fingerprint(target), inputs=entry.get("inputs"),
-                                source=where, backend="local", toolchain=entry.get("toolchain") or {}, at=time.time())}
+                                source=where, backend=_JOB_BACKEND, toolchain=entry.get("toolchain") or {}, at=time.time())}

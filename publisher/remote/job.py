@@ -55,6 +55,7 @@ def run_build_job(work: Path, request: JobRequest) -> dict:
 
     from huggingface_hub import HfApi
 
+    from publisher.builder.scheduler import BUILT_STATES
     from publisher.builder.stage import run_build
     from publisher.options import BuildCommandOptions, Selection
     from publisher.ui import PlainLines
@@ -67,7 +68,7 @@ def run_build_job(work: Path, request: JobRequest) -> dict:
     uploaded = {}
     api = HfApi(token=os.environ.get("HF_TOKEN") or False)
     for result in run.results:
-        if result.state in ("built", "cached", "fetched") and repo:
+        if result.state in BUILT_STATES and repo:
             _say(f"publisher job: sending {result.variant} to the staging repository")
             commit = api.upload_folder(repo_id=repo, repo_type="model", folder_path=str(project / "build" / result.variant),
                                        path_in_repo=f"{path}/out/{result.variant}",
