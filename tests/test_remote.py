@@ -136,13 +136,15 @@ def test_a_job_fingerprints_the_sources_this_machine_fingerprints(tmp_path):
     project = tmp_path / "softcap"
     shutil.copytree(REPO / "kernel_projects" / "softcap", project, ignore=shutil.ignore_patterns("build"))
     for path, text in {"venv/lib/site.py": "x = 1\n", "torch-ext/softcap.egg-info/PKG-INFO": "Name: softcap\n",
-                       "out/.publisher/build.json": "{}", "out/torch-cpu/x.py": "", ".clang-format": "{}\n"}.items():
+                       "out/.publisher/build.json": "{}", "out/torch-cpu/x.py": "", ".clang-format": "{}\n",
+                       "scripts/build": "#!/bin/sh\n"}.items():
         (project / path).parent.mkdir(parents=True, exist_ok=True)
         (project / path).write_text(text)
     run = make_run_folder(tmp_path / "run", project, project / "build", [], {})
     sent = run / "project"
     assert not (sent / "venv").exists() and not (sent / "out").exists()
     assert not (sent / "torch-ext" / "softcap.egg-info").exists() and (sent / ".clang-format").is_file()
+    assert (sent / "scripts" / "build").is_file()  # a file named like a build folder is a source
     assert source_digest(require_project(sent)) == source_digest(require_project(project))
 
 

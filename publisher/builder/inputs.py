@@ -12,15 +12,11 @@ from publisher import __version__
 from publisher.builder.backend import BuildOptions
 from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
-from publisher.state import STATE_DIR
+from publisher.project.tree import not_source
 
-# Never a project's own source: build outputs, environments, caches. The run folder sent to
-# remote jobs leaves out exactly these (with dot folders), so a job fingerprints the sources
-# this machine fingerprints.
-NOT_SOURCE_DIRS = frozenset({"build", "result", "venv", "__pycache__", "node_modules"})
-NOT_SOURCE_ENDINGS = (".egg-info", ".pyc", ".pyo")
-# Beyond those, what never feeds a build (tests and docs change freely).
-_SKIP_DIRS = NOT_SOURCE_DIRS | {"tests", "benchmarks"}
+# Beyond what is never a source (project/tree.py), what never feeds a build (tests and docs
+# change freely; dot files are tool settings).
+_SKIP_DIRS = {"tests", "benchmarks"}
 _SKIP_SUFFIXES = {".md", ".lock"}
 # publisher.toml picks which variants are built and where binaries may come from, not what one is made of
 _SKIP_NAMES = {"flake.nix", "flake.lock", "publisher.toml"}
@@ -37,13 +33,12 @@ def project_files(project: Project) -> list[Path]:
         folder = stack.pop()
         for entry in sorted(folder.iterdir(), key=lambda p: p.name):
             if entry.is_dir():
-                if (entry.name.startswith(".") or entry.name in _SKIP_DIRS or entry.name.endswith(NOT_SOURCE_ENDINGS)
-                        or (entry / STATE_DIR).is_dir()):
+                if entry.name.startswith(".") or entry.name in _SKIP_DIRS or not_source(entry):
                     continue
                 stack.append(entry)
             elif entry.is_file():
-                if (entry.suffix in _SKIP_SUFFIXES or entry.name.endswith(NOT_SOURCE_ENDINGS) or entry.name in _SKIP_NAMES
-                        or entry.name.startswith(".")):
+                if (entry.suffix in _SKIP_SUFFIXES or entry.name in _SKIP_NAMES or entry.name.startswith(".")
+                        or not_source(entry)):
                     continue
                 files.append(entry)
     return sorted(files)

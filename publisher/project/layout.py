@@ -13,8 +13,8 @@ from publisher.codes import finding
 from publisher.findings import Finding
 from publisher.project.abi3 import check_abi3_sources
 from publisher.project.submodules import check_submodules
+from publisher.project.tree import not_source
 
-_SKIP_DIRS = {".git", ".hg", "build", "result", ".venv", "venv", "__pycache__", "node_modules", ".direnv"}
 _BINDING_SUFFIXES = (".cpp", ".cc", ".cxx", ".c", ".mm", ".cu")
 _FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
 MAX_WALK = 20000  # files; a project bigger than this is not walked for symlinks
@@ -138,7 +138,7 @@ def _symlinks(root: Path, real_root: Path) -> list[Finding]:
     out: list[Finding] = []
     seen = 0
     for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
+        dirs[:] = [d for d in dirs if not not_source(Path(folder) / d)]
         for name in dirs + files:
             seen += 1
             path = Path(folder) / name

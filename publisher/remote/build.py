@@ -213,17 +213,20 @@ def _collect_one(outcome: JobOutcome, name: str, staged, build_dir: Path, remote
         return {}
     entry = _job_result(outcome, name)
     where = f"{remote.place.info.key} {outcome.plan.target.name} job {outcome.job_id}"
-    with tempfile.TemporaryDirectory(prefix="publisher-fetch-", dir=build_dir) as tmp:
+    stage = staging.new_stage(build_dir, name)  # where a local build stages: the next build clears a killed run's
+    try:
         prefix = f"{staged.path}/out/{name}"
         staged.api.snapshot_download(repo_id=staged.repo, repo_type="model", revision=commit,
-                                     allow_patterns=[f"{prefix}/**"], local_dir=tmp)
-        got = Path(tmp) / prefix
+                                     allow_patterns=[f"{prefix}/**"], local_dir=stage)
+        got = stage / prefix
         check = check_variant(got)
         if not check.ok:
             return {name: VariantResult(name, "failed", error=f"{where}: the variant that came back does not match its "
                                         f"metadata.json: {'; '.join(check.problems[:3])}", source=where)}
         target = build_dir / name
         staging.promote(got, target)  # as a local build puts its variant in place
+    finally:
+        staging.discard(stage)
     note(f"{name}: fetched from {where}, every file's digest checked")
     return {name: VariantResult(name, "built-remote", seconds=entry.get("seconds") or outcome.seconds or 0.0,
                                 fingerprint=state.variant_fingerprint(target), inputs=entry.get("inputs"),

@@ -8,19 +8,15 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from publisher.builder.inputs import NOT_SOURCE_DIRS, NOT_SOURCE_ENDINGS
+from publisher.project.tree import not_source
 from publisher.remote.request import JobRequest
 from publisher.remote.wheel import build_wheel
-from publisher.state import STATE_DIR
-
-# Never sent: what is not a source (build outputs, environments, caches), version control and
-# tool folders. Other dot files travel: a build or a test may read them.
-_SKIP_DOT = {".git", ".hg", ".venv", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".direnv", ".tox", ".nox"}
 
 
 def _ignore(folder: str, names: list[str]) -> list[str]:
-    return [n for n in names if n in NOT_SOURCE_DIRS or n in _SKIP_DOT or n.endswith(NOT_SOURCE_ENDINGS)
-            or (Path(folder) / n / STATE_DIR).is_dir()]  # a build folder under another name (--out)
+    """Never sent: what is not a source (project/tree.py). Other dot files travel: a build or a test may
+    read them."""
+    return [n for n in names if not_source(Path(folder) / n)]
 
 
 def make_run_folder(dest: Path, project_root: Path, build_dir: Path, variants: Sequence[str],
