@@ -17,7 +17,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from publisher.adopt import binding, buildtoml, cpp, enclose, flags, naming, python, sources, tests_gen
+from publisher.adopt import binding, buildtoml, cpp, enclose, flags, inputs, naming, python, sources, tests_gen
 from publisher.adopt.discover import discover, facts
 from publisher.adopt.model import (
     MARKER,
@@ -498,10 +498,12 @@ class _Planner:
                               "repo the tests load) before pushing")
         references = self._references(ops, access)
         paths = {op.name: access.get(op.name, "") for op in ops}
+        derived = inputs.derive(self.root, ops, [e.module for e in exts])
         self.change(target, tests_gen.test_file(repo_id=repo, version=version, device=device, paths=paths,
                                                 module_label=", ".join(e.module for e in exts), ops=ops,
-                                                references=references),
-                    "tests: each op loaded through kernels and called on inputs of its declared types")
+                                                references=references, derived=derived),
+                    f"tests: each op loaded through kernels and called on the inputs the project passes it "
+                    f"({len(derived)} of {len(ops)} found in its code; the rest guessed from the C++ signature)")
 
     def _carry_tests(self, existing: Sequence[str], python_name: str) -> None:
         """The project's own tests stay its tests: `publisher test` runs them against each built variant, which

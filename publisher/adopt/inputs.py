@@ -1,0 +1,882 @@
+"""Inputs for adopt's generated tests from the project itself: every place its
+Python code (its tests and examples, README code blocks, its package and
+wrappers) calls an op of the former extension module, read statically. At
+the call, each argument is followed back (assignments in the same function,
+then the callers of that function, two levels up) to what made it: a cast
+(`idx.long()`, `.int()`, `.to(torch.int32)`), a constructor with sizes and a
+dtype (`torch.zeros(B, n, dtype=torch.int32)`, `src.new_zeros(...)`), a
+literal. Sizes stay symbolic (`out = torch.zeros(offsets.numel() - 1,
+src.size(1))` is "one less than the elements of `offsets`, the columns of
+`src`") until every argument of the call is known, so related shapes agree.
+
+The call with the most known is the op's `Derived`; `tests_gen` writes it as
+the op's INPUTS line, with where it came from. What the project does not say
+is filled in the same way for every op (resources/adopt_inputs.yaml): every
+unknown dimension the same size, integer tensors zero (a valid index, an
+empty segment). Nothing here runs the author's code."""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path, PurePosixPath
+
+from publisher.adopt import sources
+from publisher.adopt.model import Op, written_by_adopt
+from publisher.data import read_yaml
+
+MAX_CALLER_DEPTH = 2  # op call <- the wrapper that makes it <- a test or example that calls the wrapper
+MAX_CALLERS = 24  # callers of one function looked at
+
+
+@cache
+def _facts() -> dict:
+    return read_yaml("adopt_inputs.yaml")
+
+
+# --- what is known of a value --------------------------------------------------------------------
+
+# A size, symbolic until the call's arguments are all known:
+#   ("lit", n) | ("size", origin, i) | ("numel", origin) | ("int", origin) | ("bin", op, a, b); None: unknown
+Size = tuple | None
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """What the project says of a tensor argument; None where it says nothing."""
+
+    dtype: str | None = None  # canonical name: int64, float32, complex64 ...
+    shape: tuple[Size, ...] | None = None  # None: rank unknown
+    origin: object = None  # what made it (a constructor node, an unbound parameter): shared by casts of it
+
+
+@dataclass(frozen=True)
+class Derived:
+    """An op's arguments as one call in the project makes them."""
+
+    site: str  # "pkg/mod.py:12", or "tests/test_x.py:8 through pkg/mod.py:12"
+    tensors: dict[str, TensorSpec] = field(default_factory=dict)  # op argument -> spec
+    scalars: dict[str, object] = field(default_factory=dict)  # op argument -> a literal value
+    sizes: dict[str, Size] = field(default_factory=dict)  # int op argument -> a symbolic size (unresolved)
+
+    @property
+    def known(self) -> int:
+        score = len(self.scalars) + len(self.sizes)
+        for spec in self.tensors.values():
+            score += (spec.dtype is not None) + (spec.shape is not None) * 2
+            score += sum(1 for d in spec.shape or () if d is not None)
+        return score
+
+
+# --- the project's Python, as parsed files ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class _File:
+    rel: str
+    tree: ast.Module
+    line_offset: int = 0  # a README block: the line of the fence
+    kind: int = 3  # 0 tests, 1 README, 2 examples and scripts, 3 the package and wrappers (preference order)
+
+    def where(self, node: ast.AST) -> str:
+        return f"{self.rel}:{getattr(node, 'lineno', 0) + self.line_offset}"
+
+
+def _kind(rel: str) -> int:
+    parts = PurePosixPath(rel).parts
+    name = parts[-1]
+    if any(p in ("test", "tests", "testing") for p in parts[:-1]) or name.startswith("test") or name.endswith("_test.py"):
+        return 0
+    if any(p in ("examples", "example", "benchmarks", "benchmark", "scripts", "demo", "demos") for p in parts[:-1]):
+        return 2
+    return 3
+
+
+def project_files(root: Path) -> list[_File]:
+    """The project's Python files and README code blocks, parsed; setup.py and the files adopt wrote left out."""
+    out: list[_File] = []
+    for rel in sources.walk(root, (".py",)):
+        text = sources.read_text(root / rel)
+        if rel == "setup.py" or text is None or written_by_adopt(text):
+            continue
+        tree = _parse(text)
+        if tree is not None:
+            out.append(_File(rel, tree, 0, _kind(rel)))
+    for name in _facts()["readme_names"]:
+        text = sources.read_text(root / name)
+        if text is None:
+            continue
+        for line, block in _code_blocks(text):
+            tree = _parse(block)
+            if tree is not None:
+                out.append(_File(name, tree, line, 1))
+    return out
+
+
+_FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)[^\n]*\n(.*?)^\1```", re.M | re.S)
+
+
+def _code_blocks(text: str) -> Iterator[tuple[int, str]]:
+    fences = set(_facts()["code_fences"])
+    for m in _FENCE.finditer(text):
+        if m.group(2).lower() not in fences:
+            continue
+        body = m.group(3)
+        if re.search(r"^\s*>>> ", body, re.M):  # a session: its statements, not its output
+            body = "\n".join(re.sub(r"^\s*(>>>|\.\.\.) ?", "", ln) if re.match(r"^\s*(>>>|\.\.\.)", ln) else ""
+                             for ln in body.splitlines())
+        yield text.count("\n", 0, m.start(3)), _dedent(body)
+
+
+def _dedent(body: str) -> str:
+    lines = body.splitlines()
+    indents = [len(ln) - len(ln.lstrip()) for ln in lines if ln.strip()]
+    cut = min(indents) if indents else 0
+    return "\n".join(ln[cut:] for ln in lines)
+
+
+def _parse(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+
+
+# --- scopes: where a name got its value -------------------------------------------------------------
+
+@dataclass
+class _Scope:
+    file: _File
+    node: ast.AST  # a FunctionDef or the Module
+    params: tuple[str, ...]
+    assigns: dict[str, list[tuple[int, ast.AST, int | None]]]  # name -> (line, value, unpacked index)
+    cls: ast.ClassDef | None = None
+    module: _Scope | None = None  # the file's module scope (for a function)
+
+
+def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function (or module) body, not those of functions and classes defined in it."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        child = stack.pop()
+        yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(child))
+
+
+def _make_scope(file: _File, node: ast.AST, cls: ast.ClassDef | None = None, module: _Scope | None = None) -> _Scope:
+    params: tuple[str, ...] = ()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = node.args
+        params = tuple(p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs])
+    assigns: dict[str, list[tuple[int, ast.AST, int | None]]] = {}
+    for child in _own_nodes(node):
+        targets: list[ast.AST] = []
+        value = None
+        if isinstance(child, ast.Assign):
+            targets, value = child.targets, child.value
+        elif isinstance(child, (ast.AnnAssign, ast.NamedExpr)) and child.value is not None:
+            targets, value = [child.target], child.value
+        elif isinstance(child, (ast.For, ast.comprehension)):
+            targets, value = [child.target], None
+        for target in targets:
+            if isinstance(target, ast.Name):
+                assigns.setdefault(target.id, []).append((child.lineno if hasattr(child, "lineno") else 0,
+                                                          value, None))
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                for index, elt in enumerate(target.elts):
+                    if isinstance(elt, ast.Starred):
+                        break
+                    if isinstance(elt, ast.Name):
+                        assigns.setdefault(elt.id, []).append((child.lineno, value, index))
+    for entries in assigns.values():
+        entries.sort(key=lambda e: e[0])
+    return _Scope(file, node, params, assigns, cls, module)
+
+
+@dataclass
+class _Ctx:
+    """Evaluation at a line of a scope, with the scope's parameters bound to a caller's arguments."""
+
+    scope: _Scope
+    line: int
+    bound: dict[str, tuple[ast.AST, _Ctx]] = field(default_factory=dict)
+    depth: int = 0
+
+
+def _dtype_name(node: ast.AST) -> str | None:
+    """`torch.int64`, `torch.long`, "int64" -> the canonical dtype name."""
+    dtypes = _facts()["dtypes"]
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+        return dtypes.get(node.attr)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return dtypes.get(node.value.removeprefix("torch."))
+    return None
+
+
+def _kw(call: ast.Call, name: str) -> ast.AST | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class _Evaluator:
+    """Follows expressions back to what made them (see the module docstring)."""
+
+    def __init__(self):
+        self.specs: dict[object, TensorSpec] = {}  # origin -> what is known of it (for sizes of other tensors)
+        self._guard: set[tuple[int, int]] = set()
+
+    # names
+
+    def _lookup(self, name: str, ctx: _Ctx) -> tuple[ast.AST, _Ctx, int | None] | tuple[None, object, None]:
+        """(value, its context, unpacked index) of the name's last assignment before the line; else a caller's
+        argument for a parameter; else (None, origin of the unbound name, None)."""
+        entries = [e for e in ctx.scope.assigns.get(name, ()) if e[0] < ctx.line]
+        if entries:
+            line, value, index = entries[-1]
+            if value is None:
+                return None, ("loop", id(ctx.scope.node), name), None
+            return value, _Ctx(ctx.scope, line, ctx.bound, ctx.depth), index
+        if name in ctx.bound:
+            expr, caller = ctx.bound[name]
+            return expr, caller, None
+        module = ctx.scope.module
+        if module is not None and name not in ctx.scope.params and module.assigns.get(name):
+            line, value, index = module.assigns[name][-1]  # a module-level constant (N = 1024)
+            if value is not None:
+                return value, _Ctx(module, line + 1), index
+        return None, ("name", id(ctx.scope.node), name), None
+
+    # tensors
+
+    def tensor(self, expr: ast.AST, ctx: _Ctx) -> TensorSpec:
+        key = (id(expr), id(ctx))
+        if key in self._guard:
+            return TensorSpec(origin=("cycle", id(expr)))
+        self._guard.add(key)
+        try:
+            spec = self._tensor(expr, ctx)
+        finally:
+            self._guard.discard(key)
+        if spec.origin is not None:
+            known = self.specs.get(spec.origin)
+            if known is None or (known.shape is None and spec.shape is not None):
+                self.specs[spec.origin] = spec
+        return spec
+
+    def _tensor(self, expr: ast.AST, ctx: _Ctx) -> TensorSpec:
+        facts = _facts()
+        if isinstance(expr, ast.Name):
+            value, where, index = self._lookup(expr.id, ctx)
+            if value is None:
+                return TensorSpec(origin=where)
+            if index is not None:
+                return TensorSpec(origin=("unpacked", id(value), index))
+            return self.tensor(value, where)
+        if isinstance(expr, ast.Starred):
+            return TensorSpec(origin=("starred", id(expr)))
+        if not isinstance(expr, ast.Call):
+            return TensorSpec(origin=("expr", id(expr)))
+        func = expr.func
+        name = _dotted(func) or ""
+        if isinstance(func, ast.Attribute) and not name.startswith("torch."):
+            method, base = func.attr, func.value
+            if method in facts["casts"]:
+                inner = self.tensor(base, ctx)
+                return TensorSpec(facts["casts"][method], inner.shape, inner.origin)
+            if method in ("to", "type"):
+                inner = self.tensor(base, ctx)
+                dtype = next((d for d in (self.dtype(a, ctx) for a in [*expr.args, *(k.value for k in expr.keywords)])
+                              if d), None)
+                if dtype is None and method == "type" and expr.args:
+                    typed = (_dotted(expr.args[0]) or "").rpartition(".")[2]
+                    dtype = facts["typed"].get(typed)
+                return TensorSpec(dtype or inner.dtype, inner.shape, inner.origin)
+            if method in facts["preserving"]:
+                inner = self.tensor(base, ctx)
+                return TensorSpec(inner.dtype, inner.shape, inner.origin)
+            if method in ("view", "reshape", "expand"):
+                inner = self.tensor(base, ctx)
+                return TensorSpec(inner.dtype, self._sizes(expr.args, ctx), ("expr", id(expr)))
+            if method in facts["new_sized"]:
+                inner = self.tensor(base, ctx)
+                dtype = self.dtype(_kw(expr, "dtype"), ctx) or inner.dtype
+                size_args = expr.args if method != "new_full" else expr.args[:-1]
+                return TensorSpec(dtype, self._sizes(size_args, ctx), ("expr", id(expr)))
+            if method in facts["reshaping"]:
+                inner = self.tensor(base, ctx)
+                return TensorSpec(inner.dtype, None, ("expr", id(expr)))
+            return TensorSpec(origin=("expr", id(expr)))
+        leaf = name.rpartition(".")[2]
+        dtype = self.dtype(_kw(expr, "dtype"), ctx)
+        if name.startswith("torch.") and leaf in facts["sized"]:
+            args = expr.args if leaf != "full" else expr.args[:1]
+            if dtype is None and leaf == "full" and len(expr.args) > 1:
+                dtype = _literal_dtype(expr.args[1])
+            return TensorSpec(dtype or "float32", self._sizes(args or _kw_list(expr, "size"), ctx), id(expr))
+        if name.startswith("torch.") and leaf in facts["like"]:
+            inner = self.tensor(expr.args[0], ctx) if expr.args else TensorSpec()
+            return TensorSpec(dtype or (inner.dtype if leaf != "randint_like" else inner.dtype), inner.shape, id(expr))
+        if name.startswith("torch.") and leaf in facts["typed"]:
+            shape = self._sizes(expr.args, ctx) if expr.args and not isinstance(expr.args[0], (ast.List, ast.Tuple)) \
+                else _literal_shape(expr.args[0]) if expr.args else None
+            return TensorSpec(facts["typed"][leaf], shape, id(expr))
+        if name in ("torch.tensor", "torch.as_tensor", "torch.Tensor") and expr.args:
+            return TensorSpec(dtype or (_literal_dtype(expr.args[0]) if name != "torch.Tensor" else "float32"),
+                              _literal_shape(expr.args[0]), id(expr))
+        if name == "torch.randint":
+            size = _kw(expr, "size") or next((a for a in expr.args if isinstance(a, (ast.Tuple, ast.List))), None)
+            return TensorSpec(dtype or "int64", self._sizes([size], ctx) if size is not None else None, id(expr))
+        if name == "torch.arange":
+            bounds = [_int_literal(a) for a in expr.args]
+            length = None
+            if bounds and all(b is not None for b in bounds):
+                start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds[:2], bounds[2] if len(bounds) > 2 else 1)
+                length = ("lit", max(0, math.ceil((end - start) / step))) if step else None
+            elif len(expr.args) == 1:
+                length = self.size(expr.args[0], ctx)
+            floats = any(isinstance(a, ast.Constant) and isinstance(a.value, float) for a in expr.args)
+            return TensorSpec(dtype or ("float32" if floats else "int64"), (length,), id(expr))
+        if name == "torch.view_as_complex" and expr.args:
+            inner = self.tensor(expr.args[0], ctx)
+            return TensorSpec("complex128" if inner.dtype == "float64" else "complex64",
+                              inner.shape[:-1] if inner.shape else None, id(expr))
+        if name == "torch.complex" and expr.args:
+            inner = self.tensor(expr.args[0], ctx)
+            return TensorSpec("complex128" if inner.dtype == "float64" else "complex64", inner.shape, id(expr))
+        if name.startswith("torch.fft."):
+            return TensorSpec(None if leaf.startswith(("irfft", "hfft")) else "complex64", None, id(expr))
+        return TensorSpec(origin=("expr", id(expr)))
+
+    def dtype(self, node: ast.AST | None, ctx: _Ctx) -> str | None:
+        """A dtype argument: `torch.int32`, "int64", `src.dtype`."""
+        if node is None:
+            return None
+        if isinstance(node, ast.Attribute) and node.attr == "dtype":
+            return self.tensor(node.value, ctx).dtype
+        return _dtype_name(node)
+
+    # sizes
+
+    def _sizes(self, args: Sequence[ast.AST], ctx: _Ctx) -> tuple[Size, ...] | None:
+        """The shape that size arguments give: `B, n`, `(B, n)`, `[B, n]`, `x.size()`, `x.shape`."""
+        if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+            args = args[0].elts
+        if len(args) == 1:
+            whole = self._whole_shape(args[0], ctx)
+            if whole is not None:
+                return whole
+        if any(isinstance(a, ast.Starred) for a in args):
+            return None
+        return tuple(self.size(a, ctx) for a in args) if args else None
+
+    def _whole_shape(self, node: ast.AST, ctx: _Ctx) -> tuple[Size, ...] | None:
+        target = None
+        if isinstance(node, ast.Attribute) and node.attr == "shape":
+            target = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" \
+                and not node.args:
+            target = node.func.value
+        if target is None:
+            return None
+        spec = self.tensor(target, ctx)
+        if spec.shape is not None:
+            return spec.shape
+        return None
+
+    def size(self, node: ast.AST, ctx: _Ctx) -> Size:
+        """An int expression as a symbolic size."""
+        literal = _int_literal(node)
+        if literal is not None:
+            return ("lit", literal)
+        if isinstance(node, ast.Name):
+            value, where, index = self._lookup(node.id, ctx)
+            if value is None:
+                return ("int", where)
+            if index is not None:
+                return self._unpacked_size(value, index, where)
+            return self.size(value, where)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+            left, right = self.size(node.left, ctx), self.size(node.right, ctx)
+            if left is None or right is None:
+                return None
+            return ("bin", type(node.op).__name__, left, right)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "size" and len(node.args) == 1:
+                index = _int_literal(node.args[0])
+                return self._dim_of(node.func.value, index, ctx) if index is not None else None
+            if node.func.attr in ("numel", "nelement"):
+                return ("numel", self.tensor(node.func.value, ctx).origin)
+            if node.func.attr == "item":
+                return None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int" and node.args:
+            return self.size(node.args[0], ctx)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args:
+            return self._dim_of(node.args[0], 0, ctx)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            index = _int_literal(node.slice)
+            return self._dim_of(node.value.value, index, ctx) if index is not None else None
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "size":
+            index = _int_literal(node.slice)
+            return self._dim_of(node.value.func.value, index, ctx) if index is not None else None
+        return None
+
+    def _unpacked_size(self, value: ast.AST, index: int, ctx: _Ctx) -> Size:
+        """`B, N, _ = xyz.size()` / `= xyz.shape`: B is dim 0 of xyz (which is then 3-d)."""
+        target = None
+        if isinstance(value, ast.Attribute) and value.attr == "shape":
+            target = value.value
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
+                and not value.args:
+            target = value.func.value
+        elif isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) and value.value.attr == "shape":
+            target = value.value.value
+            lower = value.slice.lower if isinstance(value.slice, ast.Slice) else None
+            index += _int_literal(lower) or 0 if lower is not None else 0
+        elif isinstance(value, (ast.Tuple, ast.List)) and index < len(value.elts):
+            return self.size(value.elts[index], ctx)
+        if target is None:
+            return None
+        return self._dim_of(target, index, ctx)
+
+    def _dim_of(self, tensor: ast.AST, index: int, ctx: _Ctx) -> Size:
+        spec = self.tensor(tensor, ctx)
+        if spec.shape is not None and -len(spec.shape) <= index < len(spec.shape):
+            return spec.shape[index]
+        return ("size", spec.origin, index)
+
+    def scalar(self, node: ast.AST, ctx: _Ctx) -> object:
+        """A literal the call passes for a scalar argument (followed through names), or None."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str)):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = self.scalar(node.operand, ctx)
+            return -inner if isinstance(inner, (int, float)) and not isinstance(inner, bool) else None
+        if isinstance(node, ast.Name):
+            value, where, index = self._lookup(node.id, ctx)
+            if value is not None and index is None:
+                return self.scalar(value, where)
+        return None
+
+
+def _kw_list(call: ast.Call, name: str) -> list[ast.AST]:
+    value = _kw(call, name)
+    return [value] if value is not None else []
+
+
+def _int_literal(node: ast.AST | None) -> int | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_literal(node.operand)
+        return -inner if inner is not None else None
+    return None
+
+
+def _literal_shape(node: ast.AST) -> tuple[Size, ...] | None:
+    shape: list[Size] = []
+    while isinstance(node, (ast.List, ast.Tuple)):
+        shape.append(("lit", len(node.elts)))
+        if not node.elts:
+            break
+        node = node.elts[0]
+    return tuple(shape) if shape else (() if isinstance(node, ast.Constant) else None)
+
+
+def _literal_dtype(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+        node = node.elts[0]
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return ("bool" if isinstance(value, bool) else "int64" if isinstance(value, int)
+                else "float32" if isinstance(value, float) else "complex64" if isinstance(value, complex) else None)
+    return None
+
+
+# --- finding the calls ---------------------------------------------------------------------------------
+
+def _aliases(tree: ast.Module, modules: Sequence[str], ops: set[str]) -> tuple[set[str], dict[str, str]]:
+    """(names bound to an extension module in this file, bare names bound to one of its functions)."""
+    leaves = {m.rpartition(".")[2] for m in modules}
+    full = set(modules)
+    names: set[str] = set()
+    functions: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in full:
+                    names.add(alias.asname or alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            for alias in node.names:
+                bound = alias.asname or alias.name
+                if (f"{module}.{alias.name}" in full or (node.level and alias.name in leaves)
+                        or (alias.name == "ops" and module.rpartition(".")[2] == "_ops")):
+                    names.add(bound)
+                elif (module in full or (node.level and module.rpartition(".")[2] in leaves)) and alias.name in ops:
+                    functions[bound] = alias.name
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            func = _dotted(node.value.func) or ""
+            if func.rpartition(".")[2] in ("load", "load_inline"):
+                given = _kw(node.value, "name") or (node.value.args[0] if node.value.args else None)
+                if isinstance(given, ast.Constant) and given.value in full:
+                    names.add(node.targets[0].id)
+    return names, functions
+
+
+def _op_of(call: ast.Call, names: set[str], functions: dict[str, str], modules: Sequence[str],
+           ops: set[str]) -> str | None:
+    """The op a call calls, when its receiver is the extension module (`_C.op(...)`, `pkg._C.op(...)`,
+    `torch.ops.ns.op(...)`, a function imported from it)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return functions.get(func.id)
+    if not isinstance(func, ast.Attribute) or func.attr not in ops:
+        return None
+    receiver = _dotted(func.value)
+    if receiver is None:
+        return None
+    if receiver in names or receiver in modules or receiver.split(".")[0] in names and "." not in receiver:
+        return func.attr
+    if receiver.startswith("torch.ops.") and receiver.count(".") == 2:
+        return func.attr
+    return None
+
+
+@dataclass(frozen=True)
+class _Function:
+    file: _File
+    node: ast.FunctionDef
+    cls: ast.ClassDef | None
+    shift: int  # parameters a caller does not pass (self, ctx)
+
+
+def _functions(files: Sequence[_File]) -> dict[str, list[_Function]]:
+    """Callable name -> its definitions: functions by name; autograd Functions' forward by `Class.apply`."""
+    out: dict[str, list[_Function]] = {}
+    for file in files:
+        for node in file.tree.body:
+            if isinstance(node, ast.FunctionDef):
+                out.setdefault(node.name, []).append(_Function(file, node, None, 0))
+            elif isinstance(node, ast.ClassDef):
+                autograd = any((_dotted(b) or "").rpartition(".")[2] == "Function" for b in node.bases)
+                for item in node.body:
+                    if not isinstance(item, ast.FunctionDef):
+                        continue
+                    static = any(_dotted(d) == "staticmethod" for d in item.decorator_list)
+                    if autograd and item.name == "forward":
+                        out.setdefault(f"{node.name}.apply", []).append(_Function(file, item, node, 1))
+                    elif item.name != "forward" and not item.name.startswith("_"):
+                        out.setdefault(item.name, []).append(_Function(file, item, node, 0 if static else 1))
+    return out
+
+
+def _callee_names(call: ast.Call, file: _File) -> list[str]:
+    """Names a call may reach a project function by: `f(...)`, `mod.f(...)`, `Cls.apply(...)`, and an alias
+    assigned at module level (`gather = Gather.apply`)."""
+    func = call.func
+    names = []
+    if isinstance(func, ast.Name):
+        names.append(func.id)
+        for node in file.tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == func.id for t in node.targets):
+                target = _dotted(node.value)
+                if target and target.endswith(".apply"):
+                    names.append(".".join(target.split(".")[-2:]))
+    elif isinstance(func, ast.Attribute):
+        dotted = _dotted(func) or ""
+        names.append(".".join(dotted.split(".")[-2:]) if func.attr == "apply" else func.attr)
+    return names
+
+
+def _scopes_with_calls(file: _File) -> Iterator[tuple[_Scope, ast.Call]]:
+    module = _make_scope(file, file.tree)
+
+    def visit(node: ast.AST, cls: ast.ClassDef | None) -> Iterator[tuple[_Scope, ast.Call]]:
+        scope = module if node is file.tree else _make_scope(file, node, cls, module)
+        for child in _own_nodes(node):
+            if isinstance(child, ast.Call):
+                yield scope, child
+        for child in _own_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield from visit(child, cls)
+            elif isinstance(child, ast.ClassDef):
+                for item in child.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        yield from visit(item, child)
+    yield from visit(file.tree, None)
+
+
+def _bind(params: Sequence[str], call: ast.Call, shift: int = 0) -> dict[str, ast.AST]:
+    """Parameter -> the argument expression a call passes for it (positional, then keywords)."""
+    bound: dict[str, ast.AST] = {}
+    for name, arg in zip(params[shift:], call.args, strict=False):
+        if isinstance(arg, ast.Starred):
+            break
+        bound[name] = arg
+    for kw in call.keywords:
+        if kw.arg is not None and kw.arg in params:
+            bound[kw.arg] = kw.value
+    return bound
+
+
+# --- deriving ----------------------------------------------------------------------------------------
+
+def derive(root: Path, ops: Sequence[Op], modules: Sequence[str]) -> dict[str, Derived]:
+    """Op name -> the arguments the project's best call of it makes (ops it never calls are absent).
+    `modules`: the former extension modules' import names ("pkg._C", "lltm_cpp")."""
+    return derive_from(project_files(root), ops, modules)
+
+
+def derive_from(files: Sequence[_File], ops: Sequence[Op], modules: Sequence[str]) -> dict[str, Derived]:
+    by_name = {op.name: op for op in ops}
+    functions = _functions(files)
+    calls_by_file = {id(f): list(_scopes_with_calls(f)) for f in files}
+    best: dict[str, tuple[tuple, Derived]] = {}
+    for file in files:
+        names, imported = _aliases(file.tree, modules, set(by_name))
+        if not names and not imported and not any("torch.ops." in (_dotted(c.func) or "")
+                                                  for _, c in calls_by_file[id(file)]):
+            continue
+        for scope, call in calls_by_file[id(file)]:
+            name = _op_of(call, names, imported, modules, set(by_name))
+            if name is None:
+                continue
+            op = by_name[name]
+            for derived in _sites(op, call, scope, files, functions, calls_by_file):
+                rank = (derived.known, -file.kind)
+                if name not in best or rank > best[name][0]:
+                    best[name] = (rank, derived)
+    return {name: derived for name, (_, derived) in best.items()}
+
+
+def _sites(op: Op, call: ast.Call, scope: _Scope, files: Sequence[_File], functions: dict[str, list[_Function]],
+           calls_by_file: dict[int, list]) -> Iterator[Derived]:
+    """The op call as written, and as each caller of its function (up to MAX_CALLER_DEPTH) makes its arguments."""
+    params = [a.name for a in op.args]
+    args = _bind(params, call)
+    ctx = _Ctx(scope, call.lineno)
+    yield _derived(op, args, ctx, scope.file.where(call))
+    frontier = [(ctx, scope.file.where(call))]
+    for _ in range(MAX_CALLER_DEPTH):
+        nxt = []
+        for inner, label in frontier:
+            for caller_ctx in _callers(inner, files, functions, calls_by_file):
+                site = f"{caller_ctx[1]} through {label}"
+                nxt.append((caller_ctx[0], site))
+                yield _derived(op, args, caller_ctx[0], site)
+        frontier = nxt[:MAX_CALLERS]
+
+
+def _callers(ctx: _Ctx, files: Sequence[_File], functions: dict[str, list[_Function]],
+             calls_by_file: dict[int, list]) -> Iterator[tuple[_Ctx, str]]:
+    """The op call's context again, its function's parameters bound to each caller's arguments.
+    `ctx` is rebuilt with the deepest scope's parameters bound through the chain of callers."""
+    target = _outermost_unbound(ctx)
+    if target is None:
+        return
+    scope, chain = target
+    node = scope.node
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return
+    keys = [node.name] if scope.cls is None else [f"{scope.cls.name}.apply" if node.name == "forward" else node.name]
+    defs = [d for k in keys for d in functions.get(k, ()) if d.node is node]
+    if not defs:
+        return
+    definition = defs[0]
+    found = 0
+    for file in files:
+        for caller_scope, call in calls_by_file[id(file)]:
+            if found >= MAX_CALLERS:
+                return
+            if caller_scope.node is node or keys[0] not in _callee_names(call, file):
+                continue
+            bound = _bind(list(scope.params), call, definition.shift)
+            if not bound:
+                continue
+            caller = _Ctx(caller_scope, call.lineno, depth=ctx.depth + 1)
+            found += 1
+            yield _rebind(ctx, chain, {p: (e, caller) for p, e in bound.items()}), file.where(call)
+
+
+def _outermost_unbound(ctx: _Ctx) -> tuple[_Scope, list[_Ctx]] | None:
+    """The scope whose parameters no caller binds yet: the op call's own, or the last caller's."""
+    chain = [ctx]
+    current = ctx
+    while current.bound:
+        callers = {id(c): c for _, c in current.bound.values()}
+        if len(callers) != 1:
+            return None
+        current = next(iter(callers.values()))
+        chain.append(current)
+    return current.scope, chain
+
+
+def _rebind(ctx: _Ctx, chain: list[_Ctx], bound: dict[str, tuple[ast.AST, _Ctx]]) -> _Ctx:
+    """`ctx` with the outermost context of its chain given `bound` (copies: other callers keep theirs)."""
+    if len(chain) == 1:
+        return _Ctx(ctx.scope, ctx.line, bound, ctx.depth)
+    outer = chain[-1]
+    replaced = _Ctx(outer.scope, outer.line, bound, outer.depth)
+    for inner in reversed(chain[:-1]):
+        replaced = _Ctx(inner.scope, inner.line, {p: (e, replaced) for p, (e, _) in inner.bound.items()}, inner.depth)
+    return replaced
+
+
+def _derived(op: Op, args: dict[str, ast.AST], ctx: _Ctx, site: str) -> Derived:
+    evaluator = _Evaluator()
+    tensors: dict[str, TensorSpec] = {}
+    scalars: dict[str, object] = {}
+    raw_sizes: dict[str, Size] = {}
+    for arg in op.args:
+        expr = args.get(arg.name)
+        if expr is None:
+            continue
+        kind = arg.ctype.kind
+        if kind == "tensor":
+            tensors[arg.name] = evaluator.tensor(expr, ctx)
+        elif kind == "scalar":
+            value = evaluator.scalar(expr, ctx)
+            if value is not None:
+                scalars[arg.name] = value
+            elif arg.ctype.schema == "int":
+                raw_sizes[arg.name] = evaluator.size(expr, ctx)
+    origins = {spec.origin: name for name, spec in tensors.items() if spec.origin is not None}
+    ints = {s[1]: name for name, s in raw_sizes.items() if s is not None and s[0] == "int"}
+    symbolic = {name: _relate(spec, origins, ints, evaluator.specs) for name, spec in tensors.items()}
+    sizes = {}
+    for name, size in raw_sizes.items():
+        related = _relate_size(size, origins, ints, evaluator.specs, 0)
+        if related is not None and related != ("arg", name):
+            sizes[name] = related
+    return Derived(site, symbolic, scalars, sizes)
+
+
+def _relate(spec: TensorSpec, origins: dict, ints: dict, specs: dict) -> TensorSpec:
+    """A spec whose sizes name the op's arguments (`("size", "src", 1)`) instead of the project's values."""
+    if spec.shape is None:
+        return TensorSpec(spec.dtype, None, spec.origin)
+    return TensorSpec(spec.dtype, tuple(_relate_size(s, origins, ints, specs, 0) for s in spec.shape), spec.origin)
+
+
+def _relate_size(size: Size, origins: dict, ints: dict, specs: dict, depth: int) -> Size:
+    if size is None or depth > 8:
+        return None
+    kind = size[0]
+    if kind == "lit":
+        return size
+    if kind == "int":
+        return ("arg", ints[size[1]]) if size[1] in ints else None
+    if kind in ("size", "numel"):
+        origin = size[1]
+        if origin in origins:
+            return (kind, origins[origin], *size[2:])
+        known = specs.get(origin)
+        if known is not None and known.shape is not None:
+            if kind == "numel":
+                parts = [_relate_size(s, origins, ints, specs, depth + 1) for s in known.shape]
+                return None if any(p is None for p in parts) else ("prod", tuple(parts))
+            index = size[2]
+            if -len(known.shape) <= index < len(known.shape):
+                return _relate_size(known.shape[index], origins, ints, specs, depth + 1)
+        return None
+    if kind == "bin":
+        left = _relate_size(size[2], origins, ints, specs, depth + 1)
+        right = _relate_size(size[3], origins, ints, specs, depth + 1)
+        return None if left is None or right is None else ("bin", size[1], left, right)
+    return None
+
+
+# --- concrete values ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Concrete:
+    """A tensor argument as the generated test makes it."""
+
+    dtype: str
+    shape: tuple[int, ...]
+
+
+def resolve(op: Op, derived: Derived | None) -> tuple[dict[str, Concrete], dict[str, object]]:
+    """Concrete shapes and dtypes for the op's tensor arguments, and values for its scalars, from what the
+    project says (`derived`), the rest filled in as resources/adopt_inputs.yaml says."""
+    facts = _facts()
+    derived = derived or Derived("")
+    tensors = {a.name: derived.tensors.get(a.name, TensorSpec()) for a in op.args if a.ctype.kind == "tensor"}
+    scalars: dict[str, object] = dict(derived.scalars)
+    shapes: dict[str, tuple[int, ...]] = {}
+    resolving: set[str] = set()
+
+    def int_arg(name: str) -> int:
+        value = scalars.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        scalars[name] = facts["int_value"]  # while its own size is evaluated (a cycle ends here)
+        got = evaluate(derived.sizes.get(name))
+        if got is not None and got >= 0:
+            scalars[name] = got
+        return scalars[name]
+
+    def shape_of(name: str) -> tuple[int, ...]:
+        if name in shapes:
+            return shapes[name]
+        spec = tensors.get(name, TensorSpec())
+        if spec.shape is None or name in resolving:
+            integer = (spec.dtype or "").startswith(("int", "uint", "bool"))
+            shapes[name] = tuple(facts["integer_shape"] if integer else facts["float_shape"])
+            return shapes[name]
+        resolving.add(name)
+        dims = []
+        for size in spec.shape:
+            value = evaluate(size)
+            dims.append(value if value is not None and value >= 0 else facts["unknown_dim"])
+        resolving.discard(name)
+        shapes[name] = tuple(dims)
+        return shapes[name]
+
+    def evaluate(size: Size) -> int | None:
+        if size is None:
+            return None
+        kind = size[0]
+        if kind == "lit":
+            return size[1]
+        if kind == "arg":
+            return int_arg(size[1])
+        if kind == "size":
+            dims = shape_of(size[1])
+            return dims[size[2]] if -len(dims) <= size[2] < len(dims) else None
+        if kind == "numel":
+            return math.prod(shape_of(size[1]))
+        if kind == "prod":
+            parts = [evaluate(s) for s in size[1]]
+            return None if any(p is None for p in parts) else math.prod(parts)
+        if kind == "bin":
+            left, right = evaluate(size[2]), evaluate(size[3])
+            if left is None or right is None:
+                return None
+            return {"Add": left + right, "Sub": left - right, "Mult": left * right,
+                    "FloorDiv": left // right if right else None}[size[1]]
+        return None
+
+    for arg in op.args:
+        if arg.ctype.schema == "int" and arg.ctype.kind == "scalar" and (arg.name in scalars or arg.name in derived.sizes):
+            int_arg(arg.name)
+    concrete = {name: Concrete(spec.dtype or "float32", shape_of(name)) for name, spec in tensors.items()}
+    return concrete, scalars
