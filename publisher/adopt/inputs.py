@@ -585,6 +585,12 @@ def _functions(files: Sequence[_File]) -> dict[str, list[_Function]]:
                         out.setdefault(f"{node.name}.apply", []).append(_Function(file, item, node, 1))
                     elif item.name != "forward" and not item.name.startswith("_"):
                         out.setdefault(item.name, []).append(_Function(file, item, node, 0 if static else 1))
+        for node in file.tree.body:  # `gather = Gather.apply`: the Function's forward by another name
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                target = (_dotted(node.value) or "").split(".")
+                if len(target) >= 2 and target[-1] == "apply":
+                    applied = [d for d in out.get(f"{target[-2]}.apply", ()) if d.file is file]
+                    out.setdefault(node.targets[0].id, []).extend(applied)
     return out
 
 
@@ -604,6 +610,37 @@ def _callee_names(call: ast.Call, file: _File) -> list[str]:
         dotted = _dotted(func) or ""
         names.append(".".join(dotted.split(".")[-2:]) if func.attr == "apply" else func.attr)
     return names
+
+
+def _module_name(rel: str) -> str:
+    parts = list(PurePosixPath(rel).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _may_reach(call: ast.Call, file: _File, definition: _Function) -> bool:
+    """Whether a call by name may reach the definition, as far as the caller's absolute imports tell: a name
+    imported from another module (`from pkg.functions import f`), or called on one (`pkg.f(...)`), does not."""
+    func = call.func
+    bound = func.id if isinstance(func, ast.Name) else (_dotted(func.value) or "").split(".")[0] \
+        if isinstance(func, ast.Attribute) else None
+    if bound is None:
+        return True
+    target = _module_name(definition.file.rel)
+    if definition.file.rel == file.rel:
+        return True
+    for node in ast.walk(file.tree):
+        module = None
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                if (alias.asname or alias.name) == bound:
+                    module = node.module if isinstance(func, ast.Name) else f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if (alias.asname or alias.name.split(".")[0]) == bound:
+                    module = alias.name if alias.asname or isinstance(func, ast.Name) else (_dotted(func.value) or "")
+        if module is not None:
+            return target == module or target.endswith("." + module)
+    return True
 
 
 def _scopes_with_calls(file: _File) -> Iterator[tuple[_Scope, ast.Call]]:
@@ -696,17 +733,17 @@ def _callers(ctx: _Ctx, files: Sequence[_File], functions: dict[str, list[_Funct
     node = scope.node
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return
-    keys = [node.name] if scope.cls is None else [f"{scope.cls.name}.apply" if node.name == "forward" else node.name]
-    defs = [d for k in keys for d in functions.get(k, ()) if d.node is node]
-    if not defs:
+    keys = [k for k, defs in functions.items() if any(d.node is node for d in defs)]
+    if not keys:
         return
-    definition = defs[0]
+    definition = next(d for d in functions[keys[0]] if d.node is node)
     found = 0
     for file in files:
         for caller_scope, call in calls_by_file[id(file)]:
             if found >= MAX_CALLERS:
                 return
-            if caller_scope.node is node or keys[0] not in _callee_names(call, file):
+            if caller_scope.node is node or not set(keys) & set(_callee_names(call, file)) \
+                    or not _may_reach(call, file, definition):
                 continue
             bound = _bind(list(scope.params), call, definition.shift)
             if not bound:
