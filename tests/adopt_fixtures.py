@@ -393,3 +393,51 @@ def magnitude(pairs):
 def write_index_project(root: Path) -> Path:
     return write(root, {"setup.py": INDEX_SETUP, "csrc/index.cpp": INDEX_CPP, "index_ops/__init__.py": INDEX_INIT,
                         "LICENSE": "MIT License\n"})
+
+
+# The index project's own tests as many extension projects keep them: beside setup.py, a pytest function
+# and a unittest class, comparing with a reference in a module of their own; a `test.py` demo script that
+# defines no test; and a test/ folder with a data file.
+INDEX_ROOT_TESTS = {
+    "test_index_ops.py": """\
+import unittest
+
+import torch
+
+import index_ops
+from reference import gather_rows_ref
+
+
+def test_gather_rows_matches_the_reference():
+    src, index = torch.randn(10, 3), torch.tensor([0, 2, 4])
+    torch.testing.assert_close(index_ops.gather_rows(src, index), gather_rows_ref(src, index))
+
+
+class SegmentSum(unittest.TestCase):
+    def test_sums_the_rows_of_each_segment(self):
+        src, offsets = torch.arange(12.0).view(6, 2), torch.tensor([0, 2, 6])
+        expected = torch.stack([src[:2].sum(0), src[2:].sum(0)])
+        torch.testing.assert_close(index_ops.segment_sum(src, offsets), expected)
+""",
+    "reference.py": "def gather_rows_ref(src, index):\n    return src[index]\n",
+    "test.py": "import torch\nimport index_ops\n\nprint(index_ops.magnitude(torch.randn(4, 2)))\n",
+    "test/test_magnitude.py": """\
+import json
+from pathlib import Path
+
+import torch
+
+import index_ops
+
+
+def test_magnitude_of_known_pairs():
+    pairs = json.loads((Path(__file__).parent / "pairs.json").read_text())
+    got = index_ops.magnitude(torch.tensor(pairs, dtype=torch.float32))
+    torch.testing.assert_close(got, torch.tensor([5.0, 13.0]))
+""",
+    "test/pairs.json": "[[3.0, 4.0], [5.0, 12.0]]\n",
+}
+
+
+def write_index_project_with_tests(root: Path) -> Path:
+    return write(write_index_project(root), INDEX_ROOT_TESTS)
