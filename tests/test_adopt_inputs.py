@@ -33,7 +33,7 @@ def test_index_offsets_and_complex_inputs_come_from_the_wrappers_calls(tmp_path)
     ops = _ops(root)
     derived = inputs.derive(root, list(ops.values()), ["index_ops._C"])
     assert set(derived) == {"gather_rows", "segment_sum", "magnitude"}  # pick: nothing in the project calls it
-    assert derived["gather_rows"].site == "index_ops/__init__.py:7"
+    assert derived["gather_rows"].site == "the call at index_ops/__init__.py:7"
     gather, _ = inputs.resolve(ops["gather_rows"], derived["gather_rows"])
     assert gather["index"].dtype == "int64" and gather["src"].dtype == "float32"  # `index.long()`
     segment, _ = inputs.resolve(ops["segment_sum"], derived["segment_sum"])
@@ -52,7 +52,8 @@ def test_the_generated_inputs_say_where_they_come_from_and_what_is_guessed(tmp_p
     assert "torch.zeros(7, 64, device=DEVICE)" in _inputs_line(text, "segment_sum")
     assert "dtype=torch.int32" in _inputs_line(text, "segment_sum")
     assert "dtype=torch.complex64" in _inputs_line(text, "magnitude")
-    assert "# as index_ops/__init__.py:7 calls it" in text
+    # the wrapper's call, and what the op's C++ checks (`index.scalar_type() == torch::kLong`, `src.dim() == 2`)
+    assert "# from the call at index_ops/__init__.py:7 and the checks in csrc/index.cpp:3" in text
     assert "# guessed from the C++ signature: nothing in the project calls pick" in text
     assert _inputs_line(text, "pick") == ('    "pick": lambda: (torch.randn(8, 64, device=DEVICE), '
                                           'torch.randn(8, 64, device=DEVICE)),')
@@ -105,10 +106,10 @@ def test_shapes_come_from_the_callers_of_the_wrapper_a_test_and_the_readme(tmp_p
     derived = inputs.derive(root, list(ops.values()), ["index_ops._C"])
     gather, _ = inputs.resolve(ops["gather_rows"], derived["gather_rows"])
     # the test's tensors, through GatherRows.apply; the op's own cast (`index.long()`) wins over the test's int32
-    assert derived["gather_rows"].site == "tests/test_gather.py:10 through index_ops/functions.py:10"
+    assert derived["gather_rows"].site == "the call at tests/test_gather.py:10 through index_ops/functions.py:10"
     assert (gather["src"].shape, gather["index"].shape, gather["index"].dtype) == ((10, 3), (3,), "int64")
     magnitude, _ = inputs.resolve(ops["magnitude"], derived["magnitude"])
-    assert derived["magnitude"].site.startswith("README.md:")
+    assert derived["magnitude"].site == "the call at README.md:6 through index_ops/__init__.py:17"
     assert (magnitude["z"].shape, magnitude["z"].dtype) == ((5, 4), "complex64")
 
 
@@ -132,6 +133,40 @@ def test_sizes_given_by_an_int_argument_and_unpacked_shapes_agree(tmp_path):
     tensors, scalars = inputs.resolve(ops["sample"], derived["sample"])
     assert scalars["npoint"] == 512 and tensors["xyz"].shape == (2, 1024, 3)
     assert (tensors["idx"].shape, tensors["idx"].dtype) == ((2, 512), "int32")
+
+
+POINTNET_CPP = {
+    "setup.py": "from setuptools import setup\nfrom torch.utils.cpp_extension import CppExtension, BuildExtension\n"
+                "setup(name='pn', ext_modules=[CppExtension('pn_ext', ['src/bindings.cpp', 'src/group.cpp'])], "
+                "cmdclass={'build_ext': BuildExtension})\n",
+    "src/utils.h": "#pragma once\n#include <torch/extension.h>\n"
+                   "#define CHECK_IS_INT(x)                               \\\n"
+                   "  do {                                                \\\n"
+                   "    AT_ASSERT(x.scalar_type() == at::ScalarType::Int, \\\n"
+                   "              #x \" must be an int tensor\");           \\\n"
+                   "  } while (0)\n",
+    "src/group.h": "#pragma once\n#include <torch/extension.h>\n"
+                   "at::Tensor group_points(at::Tensor points, at::Tensor idx);\n",
+    "src/group.cpp": "#include \"group.h\"\n#include \"utils.h\"\n\n"
+                     "at::Tensor group_points(at::Tensor points, at::Tensor idx) {\n"
+                     "  CHECK_IS_INT(idx);\n  TORCH_CHECK(points.dim() == 3 && points.size(2) == 3, \"(B, N, 3)\");\n"
+                     "  TORCH_CHECK(idx.size(0) == points.size(0), \"one batch\");\n"
+                     "  auto p = points.data_ptr<float>();\n  auto i = idx.accessor<int, 2>();\n"
+                     "  return points;\n}\n",
+    "src/bindings.cpp": "#include \"group.h\"\n\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+                        "  m.def(\"group_points\", &group_points);\n}\n",
+}
+
+
+def test_what_the_ops_cpp_checks_fills_in_what_no_call_shows(tmp_path):
+    root = write(tmp_path / "pn", POINTNET_CPP)  # nothing in Python calls the op; its C++ checks say what it takes
+    text = next(c.new for c in make_plan(root).changes if c.path == "tests/test_pn_ops.py")
+    assert "# from the checks in src/group.cpp:4" in text
+    # idx: int32 (CHECK_IS_INT expanded, accessor<int, 2>), 2-d, as many rows as points; points: (8, 8, 3) float32
+    assert _inputs_line(text, "group_points") == (
+        '    "group_points": lambda: (torch.randn(8, 8, 3, device=DEVICE), '
+        'torch.zeros(8, 8, dtype=torch.int32, device=DEVICE)),')
+    assert not [f for f in make_plan(root).findings if f.code == "PA192"]
 
 
 # --- the generated tests judge by the verdict's rule ------------------------------------------------

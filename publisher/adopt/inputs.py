@@ -20,12 +20,12 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path, PurePosixPath
 
-from publisher.adopt import sources
+from publisher.adopt import expects, sources
 from publisher.adopt.model import Op, written_by_adopt
 from publisher.data import read_yaml
 
@@ -52,13 +52,14 @@ class TensorSpec:
     dtype: str | None = None  # canonical name: int64, float32, complex64 ...
     shape: tuple[Size, ...] | None = None  # None: rank unknown
     origin: object = None  # what made it (a constructor node, an unbound parameter): shared by casts of it
+    like: object = None  # the origin (later: the op argument) whose shape it has, where that is all that is known
 
 
 @dataclass(frozen=True)
 class Derived:
     """An op's arguments as one call in the project makes them."""
 
-    site: str  # "pkg/mod.py:12", or "tests/test_x.py:8 through pkg/mod.py:12"
+    site: str  # "the call at pkg/mod.py:12", "the call at tests/test_x.py:8 through pkg/mod.py:12", "the checks in x.cpp:3"
     tensors: dict[str, TensorSpec] = field(default_factory=dict)  # op argument -> spec
     scalars: dict[str, object] = field(default_factory=dict)  # op argument -> a literal value
     sizes: dict[str, Size] = field(default_factory=dict)  # int op argument -> a symbolic size (unresolved)
@@ -253,6 +254,9 @@ class _Evaluator:
         if name in ctx.bound:
             expr, caller = ctx.bound[name]
             return expr, caller, None
+        gradient = _gradient_of(ctx.scope, name)
+        if gradient is not None:
+            return gradient
         module = ctx.scope.module
         if module is not None and name not in ctx.scope.params and module.assigns.get(name):
             line, value, index = module.assigns[name][-1]  # a module-level constant (N = 1024)
@@ -282,10 +286,18 @@ class _Evaluator:
         if isinstance(expr, ast.Name):
             value, where, index = self._lookup(expr.id, ctx)
             if value is None:
-                return TensorSpec(origin=where)
+                return TensorSpec(None, _declared_shape(ctx.scope, expr.id), where)
             if index is not None:
+                saved = _saved(value, index, ctx.scope)
+                if saved is not None:
+                    return self.tensor(*saved)
                 return TensorSpec(origin=("unpacked", id(value), index))
-            return self.tensor(value, where)
+            spec = self.tensor(value, where)
+            if spec.shape is None and spec.like is None and expr.id in ctx.scope.params \
+                    and not any(e[0] < ctx.line for e in ctx.scope.assigns.get(expr.id, ())):
+                # a caller's value the callee says more of (`B, N, C = xyz.size()`, `assert C == 3`)
+                spec = TensorSpec(spec.dtype, _declared_shape(ctx.scope, expr.id), spec.origin)
+            return spec
         if isinstance(expr, ast.Starred):
             return TensorSpec(origin=("starred", id(expr)))
         if not isinstance(expr, ast.Call):
@@ -310,12 +322,12 @@ class _Evaluator:
                 return TensorSpec(inner.dtype, inner.shape, inner.origin)
             if method in ("view", "reshape", "expand"):
                 inner = self.tensor(base, ctx)
-                return TensorSpec(inner.dtype, self._sizes(expr.args, ctx), ("expr", id(expr)))
+                return self._sized(inner.dtype, expr.args, ctx, ("expr", id(expr)))
             if method in facts["new_sized"]:
                 inner = self.tensor(base, ctx)
                 dtype = self.dtype(_kw(expr, "dtype"), ctx) or inner.dtype
                 size_args = expr.args if method != "new_full" else expr.args[:-1]
-                return TensorSpec(dtype, self._sizes(size_args, ctx), ("expr", id(expr)))
+                return self._sized(dtype, size_args, ctx, ("expr", id(expr)))
             if method in facts["reshaping"]:
                 inner = self.tensor(base, ctx)
                 return TensorSpec(inner.dtype, None, ("expr", id(expr)))
@@ -326,20 +338,20 @@ class _Evaluator:
             args = expr.args if leaf != "full" else expr.args[:1]
             if dtype is None and leaf == "full" and len(expr.args) > 1:
                 dtype = _literal_dtype(expr.args[1])
-            return TensorSpec(dtype or "float32", self._sizes(args or _kw_list(expr, "size"), ctx), id(expr))
+            return self._sized(dtype or "float32", args or _kw_list(expr, "size"), ctx, id(expr))
         if name.startswith("torch.") and leaf in facts["like"]:
             inner = self.tensor(expr.args[0], ctx) if expr.args else TensorSpec()
-            return TensorSpec(dtype or (inner.dtype if leaf != "randint_like" else inner.dtype), inner.shape, id(expr))
+            return TensorSpec(dtype or inner.dtype, inner.shape, id(expr), None if inner.shape else inner.origin)
         if name.startswith("torch.") and leaf in facts["typed"]:
-            shape = self._sizes(expr.args, ctx) if expr.args and not isinstance(expr.args[0], (ast.List, ast.Tuple)) \
-                else _literal_shape(expr.args[0]) if expr.args else None
-            return TensorSpec(facts["typed"][leaf], shape, id(expr))
+            if expr.args and not isinstance(expr.args[0], (ast.List, ast.Tuple)):
+                return self._sized(facts["typed"][leaf], expr.args, ctx, id(expr))
+            return TensorSpec(facts["typed"][leaf], _literal_shape(expr.args[0]) if expr.args else None, id(expr))
         if name in ("torch.tensor", "torch.as_tensor", "torch.Tensor") and expr.args:
             return TensorSpec(dtype or (_literal_dtype(expr.args[0]) if name != "torch.Tensor" else "float32"),
                               _literal_shape(expr.args[0]), id(expr))
         if name == "torch.randint":
             size = _kw(expr, "size") or next((a for a in expr.args if isinstance(a, (ast.Tuple, ast.List))), None)
-            return TensorSpec(dtype or "int64", self._sizes([size], ctx) if size is not None else None, id(expr))
+            return self._sized(dtype or "int64", [size] if size is not None else [], ctx, id(expr))
         if name == "torch.arange":
             bounds = [_int_literal(a) for a in expr.args]
             length = None
@@ -371,31 +383,18 @@ class _Evaluator:
 
     # sizes
 
-    def _sizes(self, args: Sequence[ast.AST], ctx: _Ctx) -> tuple[Size, ...] | None:
-        """The shape that size arguments give: `B, n`, `(B, n)`, `[B, n]`, `x.size()`, `x.shape`."""
+    def _sized(self, dtype: str | None, args: Sequence[ast.AST], ctx: _Ctx, origin: object) -> TensorSpec:
+        """A tensor made from size arguments: `B, n`, `(B, n)`, `[B, n]`, `x.size()`, `x.shape`."""
         if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
             args = args[0].elts
         if len(args) == 1:
-            whole = self._whole_shape(args[0], ctx)
-            if whole is not None:
-                return whole
-        if any(isinstance(a, ast.Starred) for a in args):
-            return None
-        return tuple(self.size(a, ctx) for a in args) if args else None
-
-    def _whole_shape(self, node: ast.AST, ctx: _Ctx) -> tuple[Size, ...] | None:
-        target = None
-        if isinstance(node, ast.Attribute) and node.attr == "shape":
-            target = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" \
-                and not node.args:
-            target = node.func.value
-        if target is None:
-            return None
-        spec = self.tensor(target, ctx)
-        if spec.shape is not None:
-            return spec.shape
-        return None
+            target = _whole_shape_of(args[0])
+            if target is not None:
+                spec = self.tensor(target, ctx)
+                return TensorSpec(dtype, spec.shape, origin, None if spec.shape is not None else spec.origin)
+        if not args or any(isinstance(a, ast.Starred) for a in args):
+            return TensorSpec(dtype, None, origin)
+        return TensorSpec(dtype, tuple(self.size(a, ctx) for a in args), origin)
 
     def size(self, node: ast.AST, ctx: _Ctx) -> Size:
         """An int expression as a symbolic size."""
@@ -455,8 +454,10 @@ class _Evaluator:
 
     def _dim_of(self, tensor: ast.AST, index: int, ctx: _Ctx) -> Size:
         spec = self.tensor(tensor, ctx)
-        if spec.shape is not None and -len(spec.shape) <= index < len(spec.shape):
+        if spec.shape is not None and -len(spec.shape) <= index < len(spec.shape) and spec.shape[index] is not None:
             return spec.shape[index]
+        if spec.like is not None:
+            return ("size", spec.like, index)
         return ("size", spec.origin, index)
 
     def scalar(self, node: ast.AST, ctx: _Ctx) -> object:
@@ -471,6 +472,132 @@ class _Evaluator:
             if value is not None and index is None:
                 return self.scalar(value, where)
         return None
+
+
+def _whole_shape_of(node: ast.AST) -> ast.AST | None:
+    """`x.size()`, `x.shape` -> x."""
+    if isinstance(node, ast.Attribute) and node.attr == "shape":
+        return node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" \
+            and not node.args:
+        return node.func.value
+    return None
+
+
+def _is_autograd(cls: ast.ClassDef | None) -> bool:
+    return cls is not None and any((_dotted(b) or "").rpartition(".")[2] == "Function" for b in cls.bases)
+
+
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def _forward_scope(scope: _Scope) -> _Scope | None:
+    """The forward of the autograd Function whose backward `scope` is."""
+    if not _is_autograd(scope.cls) or getattr(scope.node, "name", None) != "backward":
+        return None
+    forward = _method(scope.cls, "forward")
+    return _make_scope(scope.file, forward, scope.cls, scope.module) if forward is not None else None
+
+
+def _saved(value: ast.AST, index: int, scope: _Scope) -> tuple[ast.AST, _Ctx] | None:
+    """`a, b = ctx.saved_tensors` in a backward: what its forward passed to ctx.save_for_backward, there."""
+    if not (isinstance(value, ast.Attribute) and value.attr in ("saved_tensors", "saved_variables")):
+        return None
+    forward = _forward_scope(scope)
+    if forward is None:
+        return None
+    for node in _own_nodes(forward.node):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "save_for_backward" and index < len(node.args) \
+                and not any(isinstance(a, ast.Starred) for a in node.args[:index + 1]):
+            return node.args[index], _Ctx(forward, node.lineno)
+    return None
+
+
+def _gradient_of(scope: _Scope, name: str) -> tuple[ast.AST, _Ctx, None] | None:
+    """A backward's gradient parameter: shaped like the output of its forward in the same position (autograd
+    passes one gradient per output), as a float tensor."""
+    forward = _forward_scope(scope)
+    if forward is None or name not in scope.params[1:]:
+        return None
+    position = scope.params.index(name) - 1
+    for node in _own_nodes(forward.node):
+        if isinstance(node, ast.Return) and node.value is not None:
+            outputs = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            if position < len(outputs) and not isinstance(outputs[position], ast.Starred):
+                grad = ast.Call(ast.Attribute(outputs[position], "float", ast.Load()), [], [])
+                ast.copy_location(grad, node)
+                return grad, _Ctx(forward, node.lineno), None
+    return None
+
+
+def _shape_target(node: ast.AST) -> str | None:
+    """`x.size()`, `x.shape` -> "x"."""
+    if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name):
+        return node.value.id
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" \
+            and not node.args and isinstance(node.func.value, ast.Name):
+        return node.func.value.id
+    return None
+
+
+def _declared_shape(scope: _Scope, name: str) -> tuple[Size, ...] | None:
+    """What the function says of its parameter `name`'s shape: `B, N, C = name.size()` (3-d), and the checks
+    it makes (`assert C == 3`, `assert name.dim() == 2`, `if name.size(1) != 3: raise ...`)."""
+    rank, dims = None, {}
+    for node in _own_nodes(scope.node):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Tuple, ast.List)) \
+                and _shape_target(node.value) == name and not any(isinstance(e, ast.Starred) for e in node.targets[0].elts):
+            rank = len(node.targets[0].elts)
+        tests = []
+        if isinstance(node, ast.Assert):
+            tests = [(node.test, ast.Eq)]
+        elif isinstance(node, ast.If) and node.body and isinstance(node.body[0], ast.Raise):
+            tests = [(node.test, ast.NotEq)]
+        for test, wanted in tests:
+            for compare in ast.walk(test):
+                if not (isinstance(compare, ast.Compare) and len(compare.ops) == 1 and isinstance(compare.ops[0], wanted)):
+                    continue
+                for side, other in ((compare.left, compare.comparators[0]), (compare.comparators[0], compare.left)):
+                    value = _int_literal(other)
+                    if value is None:
+                        continue
+                    what = _checked(side, name, scope, node.lineno)
+                    if what == "rank":
+                        rank = value
+                    elif isinstance(what, int):
+                        dims[what] = value
+    if rank is None and dims and min(dims) >= 0:
+        rank = max(dims) + 1
+    if rank is None:
+        return None
+    return tuple(("lit", dims[i]) if i in dims else ("lit", dims[i - rank]) if i - rank in dims else None
+                 for i in range(rank))
+
+
+def _checked(node: ast.AST, name: str, scope: _Scope, line: int) -> str | int | None:
+    """What of tensor `name` an expression in a check is: "rank", a dimension's index, or None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id == name:
+        if node.func.attr in ("dim", "ndimension") and not node.args:
+            return "rank"
+        if node.func.attr == "size" and len(node.args) == 1:
+            return _int_literal(node.args[0])
+    if isinstance(node, ast.Attribute) and node.attr == "ndim" and isinstance(node.value, ast.Name) \
+            and node.value.id == name:
+        return "rank"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args \
+            and _shape_target(node.args[0]) == name:
+        return "rank"
+    if isinstance(node, ast.Subscript) and _shape_target(node.value) == name:
+        return _int_literal(node.slice)
+    if isinstance(node, ast.Name):
+        entries = [e for e in scope.assigns.get(node.id, ()) if e[0] <= line]
+        if entries and entries[-1][2] is not None and entries[-1][1] is not None \
+                and _shape_target(entries[-1][1]) == name:
+            return entries[-1][2]
+    return None
 
 
 def _kw_list(call: ast.Call, name: str) -> list[ast.AST]:
@@ -676,10 +803,44 @@ def _bind(params: Sequence[str], call: ast.Call, shift: int = 0) -> dict[str, as
 
 # --- deriving ----------------------------------------------------------------------------------------
 
-def derive(root: Path, ops: Sequence[Op], modules: Sequence[str]) -> dict[str, Derived]:
-    """Op name -> the arguments the project's best call of it makes (ops it never calls are absent).
-    `modules`: the former extension modules' import names ("pkg._C", "lltm_cpp")."""
-    return derive_from(project_files(root), ops, modules)
+def derive(root: Path, ops: Sequence[Op], modules: Sequence[str],
+           cpp_texts: Mapping[str, str] | None = None) -> dict[str, Derived]:
+    """Op name -> the arguments the project's best call of it makes, completed with what the op's own C++
+    checks (expects.py; `cpp_texts`: its sources and headers, path -> text); ops neither says anything of are
+    absent. `modules`: the former extension modules' import names ("pkg._C", "lltm_cpp")."""
+    derived = derive_from(project_files(root), ops, modules)
+    for op in ops:
+        checked = expects.expectations(op, cpp_texts or {})
+        merged = _with_checks(derived.get(op.name), checked)
+        if merged is not None:
+            derived[op.name] = merged
+    return derived
+
+
+def _with_checks(found: Derived | None, checked: tuple[dict[str, expects.Expected], str] | None) -> Derived | None:
+    """The project's call completed by the op's C++: the dtype it requires wins (it is what the op checks), the
+    call's shapes win (they are what the project passes), the C++ rank and sizes fill what the call leaves open."""
+    if not checked or not checked[0]:
+        return found
+    expected, where = checked
+    tensors = dict(found.tensors) if found else {}
+    for arg, wants in expected.items():
+        spec = tensors.get(arg, TensorSpec())
+        dims = {}
+        rank = wants.rank if wants.rank is not None else (len(spec.shape) if spec.shape is not None else None)
+        for index, size in wants.dims:
+            if rank is None and index >= 0:
+                rank = max(index + 1, *(i + 1 for i, _ in wants.dims if i >= 0))
+            if rank is not None:
+                dims[index % rank] = ("lit", size) if isinstance(size, int) else size
+        shape = spec.shape
+        if shape is None and rank is not None:
+            shape = tuple(dims.get(i) for i in range(rank))
+        elif shape is not None:
+            shape = tuple(d if d is not None else dims.get(i) for i, d in enumerate(shape))
+        tensors[arg] = TensorSpec(wants.dtype or spec.dtype, shape, spec.origin, spec.like if shape is None else None)
+    site = f"{found.site} and the checks in {where}" if found else f"the checks in {where}"
+    return Derived(site, tensors, dict(found.scalars) if found else {}, dict(found.sizes) if found else {})
 
 
 def derive_from(files: Sequence[_File], ops: Sequence[Op], modules: Sequence[str]) -> dict[str, Derived]:
@@ -710,13 +871,13 @@ def _sites(op: Op, call: ast.Call, scope: _Scope, files: Sequence[_File], functi
     params = [a.name for a in op.args]
     args = _bind(params, call)
     ctx = _Ctx(scope, call.lineno)
-    yield _derived(op, args, ctx, scope.file.where(call))
-    frontier = [(ctx, scope.file.where(call))]
+    yield _derived(op, args, ctx, f"the call at {scope.file.where(call)}")
+    frontier = [(ctx, f"the call at {scope.file.where(call)}")]
     for _ in range(MAX_CALLER_DEPTH):
         nxt = []
         for inner, label in frontier:
             for caller_ctx in _callers(inner, files, functions, calls_by_file):
-                site = f"{caller_ctx[1]} through {label}"
+                site = f"{label.replace('the call at ', f'the call at {caller_ctx[1]} through ', 1)}"
                 nxt.append((caller_ctx[0], site))
                 yield _derived(op, args, caller_ctx[0], site)
         frontier = nxt[:MAX_CALLERS]
@@ -808,9 +969,15 @@ def _derived(op: Op, args: dict[str, ast.AST], ctx: _Ctx, site: str) -> Derived:
 
 def _relate(spec: TensorSpec, origins: dict, ints: dict, specs: dict) -> TensorSpec:
     """A spec whose sizes name the op's arguments (`("size", "src", 1)`) instead of the project's values."""
-    if spec.shape is None:
-        return TensorSpec(spec.dtype, None, spec.origin)
-    return TensorSpec(spec.dtype, tuple(_relate_size(s, origins, ints, specs, 0) for s in spec.shape), spec.origin)
+    shape, like = spec.shape, None
+    if shape is None and spec.like is not None:
+        if spec.like in origins:
+            like = origins[spec.like]
+        elif specs.get(spec.like) is not None:
+            shape = specs[spec.like].shape
+    if shape is None:
+        return TensorSpec(spec.dtype, None, spec.origin, like)
+    return TensorSpec(spec.dtype, tuple(_relate_size(s, origins, ints, specs, 0) for s in shape), spec.origin)
 
 
 def _relate_size(size: Size, origins: dict, ints: dict, specs: dict, depth: int) -> Size:
@@ -875,6 +1042,11 @@ def resolve(op: Op, derived: Derived | None) -> tuple[dict[str, Concrete], dict[
         if name in shapes:
             return shapes[name]
         spec = tensors.get(name, TensorSpec())
+        if spec.shape is None and spec.like in tensors and name not in resolving:
+            resolving.add(name)
+            shapes[name] = shape_of(spec.like)
+            resolving.discard(name)
+            return shapes[name]
         if spec.shape is None or name in resolving:
             integer = (spec.dtype or "").startswith(("int", "uint", "bool"))
             shapes[name] = tuple(facts["integer_shape"] if integer else facts["float_shape"])

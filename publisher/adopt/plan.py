@@ -510,7 +510,7 @@ class _Planner:
                               "repo the tests load) before pushing")
         references = self._references(ops, access)
         paths = {op.name: access.get(op.name, "") for op in ops}
-        derived = inputs.derive(self.root, ops, [e.module for e in exts])
+        derived = inputs.derive(self.root, ops, [e.module for e in exts], self._cpp_texts(exts))
         self.change(target, tests_gen.test_file(repo_id=repo, version=version, device=device, paths=paths,
                                                 module_label=", ".join(e.module for e in exts), ops=ops,
                                                 references=references, derived=derived),
@@ -523,6 +523,16 @@ class _Planner:
                 "are guessed from the C++ signature, and an op that refuses them is `untested` (needs inputs), "
                 "not judged", file=target,
                 hint="give each the shapes and dtypes it expects in INPUTS, or add tests of your own to tests/"))
+
+    def _cpp_texts(self, exts: Sequence[Extension]) -> dict[str, str]:
+        """The extensions' C++ as the author wrote it (sources and the project headers they include)."""
+        texts = {path: text for e in exts for path, text in e.inline_sources}
+        for ext in exts:
+            for rel in [*ext.sources, *sources.project_headers(self.root, ext.sources, ext.include_dirs)]:
+                text = self.original(rel)
+                if text is not None and rel not in texts:
+                    texts[rel] = text
+        return texts
 
     def _carry_tests(self, tests: Sequence[project_tests.ProjectTest], left: Sequence[str], python_name: str) -> None:
         """The project's own tests stay its tests: `publisher test` runs them against each built variant, which

@@ -82,8 +82,8 @@ def test_file(*, repo_id: str, version: int, device: str, paths: dict[str, str],
     derived = derived or {}
     lines = [
         f'"""{WRITTEN}: the ops of the former extension module `{module_label}`, loaded the way',
-        "users load the kernel. INPUTS are what the project's own code passes each op where adopt found a call",
-        "(the line above each says where), else guesses from its C++ signature (every tensor 8x64 float32).",
+        "users load the kernel. INPUTS are what the project's own code passes each op where adopt found a call,",
+        "and what its C++ checks (the line above each says where), else guesses from its C++ signature.",
         "An op that refuses its inputs is skipped as \"needs inputs\" with the line to edit: give it the shapes",
         "and dtypes it expects. Only a crash, a broken device, a hang or a result unlike REFERENCES fails.",
         'REFERENCES compare an op with the project\'s Python implementation where adopt found one."""',
@@ -120,7 +120,7 @@ def test_file(*, repo_id: str, version: int, device: str, paths: dict[str, str],
     lines += ["}", "", "# op -> its arguments: edit these to give an op the inputs it expects", "INPUTS = {"]
     for op in ops:
         found = derived.get(op.name)
-        lines.append(f"    # as {found.site} calls it" if found else
+        lines.append(f"    # from {found.site}" if found else
                      f"    # guessed from the C++ signature: nothing in the project calls {op.name}")
         lines.append(f'    "{op.name}": {_inputs(op, found)},')
     lines += ["}", "", "# op -> the project's call its INPUTS come from (empty: guessed)", "INPUTS_FROM = {"]
