@@ -30,6 +30,7 @@ class Expected:
     dtype: str | None = None
     rank: int | None = None
     dims: tuple[tuple[int, object], ...] = ()  # (index, a literal size or ("size", other argument, index))
+    least_rank: int | None = None  # the dimensions it reads (`x.size(2)`: at least 3)
 
 
 _MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\([ \t]*(\w+)[ \t]*\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
@@ -116,4 +117,5 @@ def _read(body: str, name: str, others: dict[str, str]) -> Expected:
     for m in re.finditer(size + r"(\w+)\s*\.\s*size\s*\(\s*(-?\d+)\s*\)(?!\s*[-+*/])", body):
         if m.group(2) in others and m.group(2) != name:
             dims.setdefault(int(m.group(1)), ("size", others[m.group(2)], int(m.group(3))))
-    return Expected(dtype, rank, tuple(sorted(dims.items())))
+    read = [int(i) for i in re.findall(rf"\b{n}\s*\.\s*(?:size|stride)\s*\(\s*(\d+)\s*\)", body)]
+    return Expected(dtype, rank, tuple(sorted(dims.items())), max(read) + 1 if read else None)

@@ -41,7 +41,8 @@ def _facts() -> dict:
 # --- what is known of a value --------------------------------------------------------------------
 
 # A size, symbolic until the call's arguments are all known:
-#   ("lit", n) | ("size", origin, i) | ("numel", origin) | ("int", origin) | ("bin", op, a, b); None: unknown
+#   ("lit", n) | ("size", origin, i) | ("numel", origin) | ("int", origin) | ("bin", op, a, b)
+#   | ("sym", key): a size a docstring names; None: unknown
 Size = tuple | None
 
 
@@ -571,9 +572,28 @@ def _declared_shape(scope: _Scope, name: str) -> tuple[Size, ...] | None:
     if rank is None and dims and min(dims) >= 0:
         rank = max(dims) + 1
     if rank is None:
-        return None
+        return _documented_shape(scope, name)
     return tuple(("lit", dims[i]) if i in dims else ("lit", dims[i - rank]) if i - rank in dims else None
                  for i in range(rank))
+
+
+_DOC_SHAPE = r"\(\s*((?:[A-Za-z_]\w*|\d+)(?:\s*[,x×]\s*(?:[A-Za-z_]\w*|\d+))*)\s*,?\s*\)"
+
+
+def _documented_shape(scope: _Scope, name: str) -> tuple[Size, ...] | None:
+    """The shape the function's docstring gives its parameter (numpydoc `xyz : torch.Tensor` then `(B, N, 3)
+    tensor ...`, or `xyz: (B, N, 3) ...`): literal sizes kept, each named one the same size wherever the
+    docstring uses the name."""
+    doc = ast.get_docstring(scope.node) if isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if not doc:
+        return None
+    n = re.escape(name)
+    m = (re.search(rf"^\s*{n}\s*(?:\([^)\n]*\))?\s*:[^\n]*?{_DOC_SHAPE}", doc, re.M)
+         or re.search(rf"^\s*{n}\s*:[^\n]*\n\s*{_DOC_SHAPE}", doc, re.M))
+    if m is None:
+        return None
+    dims = [d.strip() for d in re.split(r"[,x×]", m.group(1)) if d.strip()]
+    return tuple(("lit", int(d)) if d.isdigit() else ("sym", (id(scope.node), d)) for d in dims)
 
 
 def _checked(node: ast.AST, name: str, scope: _Scope, line: int) -> str | int | None:
@@ -834,6 +854,8 @@ def _with_checks(found: Derived | None, checked: tuple[dict[str, expects.Expecte
             if rank is not None:
                 dims[index % rank] = ("lit", size) if isinstance(size, int) else size
         shape = spec.shape
+        if shape is None and rank is None and wants.least_rank is not None:
+            rank = wants.least_rank  # the op reads that many dimensions: fewer cannot be what it takes
         if shape is None and rank is not None:
             shape = tuple(dims.get(i) for i in range(rank))
         elif shape is not None:
@@ -984,7 +1006,7 @@ def _relate_size(size: Size, origins: dict, ints: dict, specs: dict, depth: int)
     if size is None or depth > 8:
         return None
     kind = size[0]
-    if kind == "lit":
+    if kind in ("lit", "sym"):
         return size
     if kind == "int":
         return ("arg", ints[size[1]]) if size[1] in ints else None
@@ -1027,6 +1049,7 @@ def resolve(op: Op, derived: Derived | None) -> tuple[dict[str, Concrete], dict[
     scalars: dict[str, object] = dict(derived.scalars)
     shapes: dict[str, tuple[int, ...]] = {}
     resolving: set[str] = set()
+    named: dict[object, int] = {}  # a size a docstring names (`B`): the same wherever it is used
 
     def int_arg(name: str) -> int:
         value = scalars.get(name)
@@ -1066,6 +1089,8 @@ def resolve(op: Op, derived: Derived | None) -> tuple[dict[str, Concrete], dict[
         kind = size[0]
         if kind == "lit":
             return size[1]
+        if kind == "sym":
+            return named.setdefault(size[1], facts["unknown_dim"])
         if kind == "arg":
             return int_arg(size[1])
         if kind == "size":
