@@ -49,7 +49,7 @@ def test_the_generated_inputs_say_where_they_come_from_and_what_is_guessed(tmp_p
     plan = make_plan(root)
     text = next(c.new for c in plan.changes if c.path == "tests/test_index_ops_ops.py")
     assert "dtype=torch.int64" in _inputs_line(text, "gather_rows")
-    assert "torch.zeros(7, 8, device=DEVICE), torch.randn(8, 8, device=DEVICE)" in _inputs_line(text, "segment_sum")
+    assert "torch.zeros(7, 64, device=DEVICE), torch.randn(8, 64, device=DEVICE)" in _inputs_line(text, "segment_sum")
     assert "dtype=torch.int32" in _inputs_line(text, "segment_sum")
     assert "dtype=torch.complex64" in _inputs_line(text, "magnitude")
     # the wrapper's call, and what the op's C++ checks (`index.scalar_type() == torch::kLong`, `src.dim() == 2`)

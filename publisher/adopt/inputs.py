@@ -31,6 +31,7 @@ from publisher.data import read_yaml
 
 MAX_CALLER_DEPTH = 2  # op call <- the wrapper that makes it <- a test or example that calls the wrapper
 MAX_CALLERS = 24  # callers of one function looked at
+_INTEGER = ("int", "uint", "bool")  # dtypes whose guessed tensors are zeros (a valid index, an empty segment)
 
 
 @cache
@@ -854,13 +855,16 @@ def _with_checks(found: Derived | None, checked: tuple[dict[str, expects.Expecte
             if rank is not None:
                 dims[index % rank] = ("lit", size) if isinstance(size, int) else size
         shape = spec.shape
-        if shape is None and rank is None and wants.least_rank is not None:
-            rank = wants.least_rank  # the op reads that many dimensions: fewer cannot be what it takes
+        dtype = wants.dtype or spec.dtype
+        default = _facts()["integer_shape" if (dtype or "").startswith(_INTEGER) else "float_shape"]
+        if shape is None and rank is None and (wants.least_rank or 0) > len(default):
+            rank = wants.least_rank  # it reads more dimensions than a guess has (never fewer: a smaller tensor
+            # than the guess is one more way for a kernel that trusts its inputs to read past their end)
         if shape is None and rank is not None:
             shape = tuple(dims.get(i) for i in range(rank))
         elif shape is not None:
             shape = tuple(d if d is not None else dims.get(i) for i, d in enumerate(shape))
-        tensors[arg] = TensorSpec(wants.dtype or spec.dtype, shape, spec.origin, spec.like if shape is None else None)
+        tensors[arg] = TensorSpec(dtype, shape, spec.origin, spec.like if shape is None else None)
     site = f"{found.site} and the checks in {where}" if found else f"the checks in {where}"
     return Derived(site, tensors, dict(found.scalars) if found else {}, dict(found.sizes) if found else {})
 
