@@ -259,6 +259,9 @@ class _Evaluator:
         gradient = _gradient_of(ctx.scope, name)
         if gradient is not None:
             return gradient
+        default = _default_of(ctx.scope, name)
+        if default is not None:  # `def knn(ref, query, k=1)` called without k: 1
+            return default, _Ctx(ctx.scope, ctx.scope.node.lineno, {}, ctx.depth), None
         module = ctx.scope.module
         if module is not None and name not in ctx.scope.params and module.assigns.get(name):
             line, value, index = module.assigns[name][-1]  # a module-level constant (N = 1024)
@@ -515,6 +518,19 @@ def _saved(value: ast.AST, index: int, scope: _Scope) -> tuple[ast.AST, _Ctx] | 
                 and not any(isinstance(a, ast.Starred) for a in node.args[:index + 1]):
             return node.args[index], _Ctx(forward, node.lineno)
     return None
+
+
+def _default_of(scope: _Scope, name: str) -> ast.AST | None:
+    """The default value of the scope function's parameter `name`, when it has one."""
+    node = scope.node
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    a = node.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults, strict=True))
+    defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None})
+    value = defaults.get(name)
+    return None if isinstance(value, ast.Constant) and value.value is None else value
 
 
 def _gradient_of(scope: _Scope, name: str) -> tuple[ast.AST, _Ctx, None] | None:
