@@ -11,7 +11,7 @@ import pytest
 
 from publisher.adopt.plan import make_plan
 
-from adopt_fixtures import write_index_project_with_tests
+from adopt_fixtures import write_index_project, write_index_project_with_tests
 from cli_helper import run_cli
 from matrix_fixtures import write_local_matrix
 
@@ -40,3 +40,26 @@ def test_publisher_test_runs_the_carried_tests_and_the_verdict_rests_on_them(tmp
     # the pytest function and the unittest class beside setup.py, and test/'s test reading its data file
     assert variant["status"] == "passed" and variant["tests"]["passed"] == 3, variant
     assert variant["suite"] == "project" and "checks" not in variant
+
+
+def test_a_wrapper_that_also_holds_a_unittest_class_is_carried_as_a_test_too(tmp_path):
+    # graspnet-baseline's knn/knn_modules.py shape, with the TestCase its upstream (torchKNN) keeps there
+    root = write_index_project(tmp_path / "index")
+    (root / "knn_modules.py").write_text(
+        "import unittest\n\nimport torch\nfrom index_ops import _C\n\n\ndef gather(src, index):\n"
+        "    return _C.gather_rows(src, index.long())\n\n\nclass TestGather(unittest.TestCase):\n"
+        "    def test_first_row(self):\n        src = torch.randn(4, 2)\n"
+        "        torch.testing.assert_close(gather(src, torch.tensor([0])), src[:1])\n")
+    changes = {c.path: c for c in make_plan(root).changes}
+    assert "tests/test_knn_modules.py" in changes
+    # carried as it is: its import of the package reaches the kernel (publisher test puts it first on the path)
+    assert "from index_ops import _C" in changes["tests/test_knn_modules.py"].new
+
+
+def test_a_binding_including_torch_extension_h_in_quotes_is_guarded(tmp_path):
+    # KPConv.pytorch: `#include "torch/extension.h"` (check refused the port: PB407)
+    root = write_index_project(tmp_path / "index")
+    source = root / "csrc/index.cpp"
+    source.write_text(source.read_text().replace("#include <torch/extension.h>", '#include "torch/extension.h"'))
+    ported = next(c.new for c in make_plan(root).changes if c.path == "csrc/index.cpp")
+    assert ported.index("#ifdef Py_LIMITED_API") < ported.index('#include "torch/extension.h"')

@@ -59,7 +59,8 @@ def _target(name: str) -> str:
 
 def find(root: Path, leave: set[str] = frozenset()) -> tuple[list[ProjectTest], list[str]]:
     """The project's tests and where each goes; and the files of a test folder that are not carried (binary
-    data). `leave`: project files that are not tests' to carry (modules carried into the package)."""
+    data). `leave`: modules carried into the package, which the tests import from there (not carried as
+    helpers)."""
     found: list[ProjectTest] = []
     left: list[str] = []
     if (root / "tests").is_dir():
@@ -67,15 +68,16 @@ def find(root: Path, leave: set[str] = frozenset()) -> tuple[list[ProjectTest], 
     if (root / "test").is_dir():
         for rel in sources.walk(root / "test", ("",)):
             if rel.endswith(_TEXT_SUFFIXES) and sources.read_text(root / "test" / rel) is not None:
-                found.append(ProjectTest(f"test/{rel}", f"tests/{rel}"))
+                tree = _tree(root, f"test/{rel}") if rel.endswith(".py") else None
+                found.append(ProjectTest(f"test/{rel}", f"tests/{rel}", helper=tree is None or not defines_tests(tree)))
             else:
                 left.append(f"test/{rel}")
     taken = {t.target for t in found}
     beside = []
     for path in sorted(root.glob("*.py")):
         rel = path.name
-        if rel in ("setup.py", "conftest.py") or rel in leave:
-            continue
+        if rel in ("setup.py", "conftest.py"):
+            continue  # a module carried into the package (`leave`) that also defines a TestCase is a test too
         tree = _tree(root, rel)
         if tree is None or not defines_tests(tree):
             continue
