@@ -229,10 +229,9 @@ def describe_checks(entry: dict) -> str:
     checks = entry.get("checks") or {}
     ran, reference = int(checks.get(protocol.CHECKED_RAN, 0)), int(checks.get(protocol.CHECKED_REFERENCE, 0))
     if not reference:
-        return f"ops run only ({ran} op(s) called and returned what their schemas say; none compared with a reference)"
-    return (f"generated tests only ({ran + reference} op(s) called; {reference} compared with the project's reference, "
-            f"{ran} only run)" if ran else
-            f"generated tests only ({reference} op(s) called and compared with the project's reference)")
+        return f"ops run only: {ran} op(s) called and returned what their schemas say, none compared with a reference"
+    return (f"adopt's generated tests only: {ran + reference} op(s) called, {reference} of them compared with the "
+            "project's reference")
 
 
 def render_table(results: list[VariantTestResult]) -> str:
@@ -256,8 +255,7 @@ def render_table(results: list[VariantTestResult]) -> str:
             lines.append(f"  {r.variant}: {describe_suite(r)}: the project has no tests/ of its own")
             lines += [f"    {describe_call(c)}" for c in r.smoke]
         if r.suite == OPS_RUN:
-            lines.append(f"  {r.variant}: the verdict rests on {describe_suite(r)}: the project has no tests of its "
-                         "own that compare the kernel with a reference")
+            lines.append(f"  {r.variant}: the verdict rests on {describe_suite(r)} (the project has no tests of its own)")
         lines += [f"  {r.variant}: warning: {w}" for w in r.warnings]
     return "\n".join(lines)
 
