@@ -259,3 +259,30 @@ def test_the_generated_tests_and_the_smoke_test_know_the_same_fatal_device_error
     from publisher.testing import default_test
 
     assert default_test._FATAL_DEVICE_ERROR.pattern == protocol.FATAL_DEVICE_ERROR
+
+
+def test_reading_any_python_never_breaks_adopt():
+    # publisher's own sources as a project: every construct they use, and calls of `runner.run(...)`,
+    # `state.update_report(...)` read as calls of ops taking tensors and ints
+    from publisher.adopt.model import Op, OpArg
+    from publisher.adopt.types import parse
+
+    tensor, integer = parse("torch::Tensor"), parse("int64_t")
+    ops = [Op("run", "run", (OpArg("argv", tensor), OpArg("cwd", tensor), OpArg("timeout", integer)), tensor, None,
+              "x.cpp", 1),
+           Op("update_report", "update_report", (OpArg("path", tensor), OpArg("entries", tensor)), tensor, None,
+              "x.cpp", 1)]
+    derived = inputs.derive(Path(__file__).parents[1] / "publisher", ops, ["publisher.runner", "publisher.state"])
+    assert set(derived) == {"run", "update_report"}
+    for op in ops:
+        tensors, _ = inputs.resolve(op, derived[op.name])
+        assert all(t.dtype and all(d >= 0 for d in t.shape) for t in tensors.values())
+
+
+def test_a_long_chain_of_reassignments_ends_in_a_guess_not_a_crash(tmp_path):
+    chain = "    x = x.contiguous()\n" * 3000
+    root = write(write_index_project(tmp_path / "index"), {
+        "bench.py": f"import torch\nfrom index_ops import _C\n\n\ndef go(x):\n{chain}    return _C.magnitude(x)\n"})
+    ops = _ops(root)
+    derived = inputs.derive(root, [ops["magnitude"]], ["index_ops._C"])
+    assert derived["magnitude"].site == "the call at index_ops/__init__.py:17"  # the wrapper's call, not bench.py

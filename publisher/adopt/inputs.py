@@ -31,6 +31,7 @@ from publisher.data import read_yaml
 
 MAX_CALLER_DEPTH = 2  # op call <- the wrapper that makes it <- a test or example that calls the wrapper
 MAX_CALLERS = 24  # callers of one function looked at
+MAX_FOLLOWED = 150  # expressions followed back at once (a chain of reassignments ends there, well short of recursion limits)
 _INTEGER = ("int", "uint", "bool")  # dtypes whose guessed tensors are zeros (a valid index, an empty segment)
 
 
@@ -186,15 +187,15 @@ def _make_scope(file: _File, node: ast.AST, cls: ast.ClassDef | None = None, mod
         elif isinstance(child, (ast.For, ast.comprehension)):
             targets, value = [child.target], None
         for target in targets:
+            line = getattr(child, "lineno", None) or getattr(target, "lineno", 0)  # a comprehension has none
             if isinstance(target, ast.Name):
-                assigns.setdefault(target.id, []).append((child.lineno if hasattr(child, "lineno") else 0,
-                                                          value, None))
+                assigns.setdefault(target.id, []).append((line, value, None))
             elif isinstance(target, (ast.Tuple, ast.List)):
                 for index, elt in enumerate(target.elts):
                     if isinstance(elt, ast.Starred):
                         break
                     if isinstance(elt, ast.Name):
-                        assigns.setdefault(elt.id, []).append((child.lineno, value, index))
+                        assigns.setdefault(elt.id, []).append((line, value, index))
     for entries in assigns.values():
         entries.sort(key=lambda e: e[0])
     return _Scope(file, node, params, assigns, cls, module)
@@ -273,7 +274,7 @@ class _Evaluator:
 
     def tensor(self, expr: ast.AST, ctx: _Ctx) -> TensorSpec:
         key = (id(expr), id(ctx))
-        if key in self._guard:
+        if key in self._guard or len(self._guard) > MAX_FOLLOWED:
             return TensorSpec(origin=("cycle", id(expr)))
         self._guard.add(key)
         try:
@@ -403,6 +404,16 @@ class _Evaluator:
 
     def size(self, node: ast.AST, ctx: _Ctx) -> Size:
         """An int expression as a symbolic size."""
+        key = (id(node), id(ctx))
+        if key in self._guard or len(self._guard) > MAX_FOLLOWED:
+            return None
+        self._guard.add(key)
+        try:
+            return self._size(node, ctx)
+        finally:
+            self._guard.discard(key)
+
+    def _size(self, node: ast.AST, ctx: _Ctx) -> Size:
         literal = _int_literal(node)
         if literal is not None:
             return ("lit", literal)
@@ -697,8 +708,8 @@ def _aliases(tree: ast.Module, modules: Sequence[str], ops: set[str]) -> tuple[s
                     functions[bound] = alias.name
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name):
-            func = _dotted(node.value.func) or ""
-            if func.rpartition(".")[2] in ("load", "load_inline"):
+            func = (_dotted(node.value.func) or "").rpartition(".")[2]
+            if func in ("load", "load_inline", "import_module"):  # `ext = importlib.import_module("pkg.ext")`
                 given = _kw(node.value, "name") or (node.value.args[0] if node.value.args else None)
                 if isinstance(given, ast.Constant) and given.value in full:
                     names.add(node.targets[0].id)
