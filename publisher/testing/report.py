@@ -157,7 +157,7 @@ class VariantTestResult:
     smoke: tuple[dict, ...] = ()  # the smoke test's calls (target, outcome, inputs, detail)
     warnings: tuple[str, ...] = ()  # e.g. "not torch.compile-ready" (never a failure)
     runs: tuple[dict, ...] = ()  # tested elsewhere (remote jobs): one summary per job (flavor, gpu, job, status)
-    checks: dict = field(default_factory=dict)  # ops-run: ops that ran / matched a reference {"ran": n, "reference": m}
+    checks: tuple[tuple[str, int], ...] = ()  # ops-run: ops that ran / matched a reference (("ran", n), ("reference", m))
 
     def entry(self) -> dict:
         """The test-report entry (state.update_report) the push stage reads."""
@@ -193,7 +193,7 @@ class VariantTestResult:
             fix=str(entry.get("fix") or ""), suite=str(entry.get("suite") or ""),
             smoke=tuple(entry.get("smoke") or ()), warnings=tuple(entry.get("warnings") or ()),
             runs=tuple(entry.get("runs") or ()),
-            checks={k: int(v) for k, v in (entry.get("checks") or {}).items() if isinstance(v, int)},
+            checks=tuple((str(k), v) for k, v in (entry.get("checks") or {}).items() if isinstance(v, int)),
         )
 
 

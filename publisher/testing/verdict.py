@@ -48,7 +48,7 @@ class Outcome:
     fix: str = ""
     on_hardware: bool = False
     suite: str = ""  # what the verdict rests on, when not what ran (ops-run: only adopt's generated tests)
-    checks: dict | None = None  # ops-run: {"ran": n, "reference": m}
+    checks: tuple[tuple[str, int], ...] = ()  # ops-run: (("ran", n), ("reference", m))
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def _rests_on(events: EventSummary) -> dict:
     if not checked or len(checked) != events.counts.passed:
         return {}
     ops = [v for v in checked if v != protocol.CHECKED_REGISTRATION]
-    counts = {kind: ops.count(kind) for kind in (protocol.CHECKED_RAN, protocol.CHECKED_REFERENCE)}
+    counts = tuple((kind, ops.count(kind)) for kind in (protocol.CHECKED_RAN, protocol.CHECKED_REFERENCE))
     return {"suite": OPS_RUN, "checks": counts}
 
 
