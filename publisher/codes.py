@@ -7,7 +7,7 @@ values, PB3xx GPU architectures, PB4xx project layout, PB5xx platforms.
 PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole.
 PA: `adopt` (a torch.utils.cpp_extension project ported to kernel-builder). PA10x finding the
 extension, PA11x the pybind11 binding, PA12x the Python code, PA13x general values, PA14x flags,
-PA15x paths, PA16x what would be written.
+PA15x paths, PA16x what would be written, PA19x the project's tests and the tests adopt writes.
 """
 
 from __future__ import annotations
@@ -78,6 +78,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PA144": (W, "CUDA architectures no toolkit of the matrix compiles: the build's defaults used"),
     "PA151": (W, "source or include folder outside the project, or missing"),
     "PA161": (E, "existing files would change (rerun with --force)"),
+    "PA191": (I, "the project's tests outside tests/ carried into tests/ (publisher test runs them)"),
+    "PA192": (W, "no call in the project shows an op's inputs: the generated test's INPUTS are guessed"),
+    "PA193": (W, "a file of the project's test folder not carried (not text)"),
     # push (the gate, per variant)
     "PP101": (E, "no valid metadata.json"),
     "PP102": (E, "files changed after the build"),

@@ -313,3 +313,131 @@ setup(name="hands", ext_modules=[CppExtension("hands_ext", ["hands.cpp"])], cmdc
 
 def write_hands_project(root: Path) -> Path:
     return write(root, {"setup.py": HANDS_SETUP, "hands.cpp": HANDS_CPP})
+
+
+# A CPU extension of ops shaped like real index-tensor ones (pytorch_cluster, pointnet2, torch_scatter): an
+# int64 index, int32 offsets with an output buffer whose shape follows the other arguments, complex input.
+# The package's wrappers show how each op is called (`index.long()`, `offsets.int()`, `torch.zeros(...)`,
+# `torch.view_as_complex`); `pick` is called nowhere, and checks its index in a helper adopt does not follow.
+INDEX_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+setup(name="index-ops", packages=["index_ops"], ext_modules=[CppExtension("index_ops._C", ["csrc/index.cpp"])],
+      cmdclass={"build_ext": BuildExtension})
+"""
+
+INDEX_CPP = """\
+#include <torch/extension.h>
+
+torch::Tensor gather_rows(const torch::Tensor& src, const torch::Tensor& index) {
+  TORCH_CHECK(index.scalar_type() == torch::kLong, "index must be an int64 tensor");
+  TORCH_CHECK(src.dim() == 2 && index.dim() == 1, "src is 2-d, index 1-d");
+  return src.index_select(0, index);
+}
+
+void segment_sum(torch::Tensor& out, const torch::Tensor& src, const torch::Tensor& offsets) {
+  TORCH_CHECK(offsets.scalar_type() == torch::kInt, "offsets must be an int tensor");
+  TORCH_CHECK(out.dim() == 2 && out.size(0) == offsets.size(0) - 1 && out.size(1) == src.size(1),
+              "out must be (segments, features)");
+  auto o = offsets.accessor<int, 1>();
+  for (int64_t s = 0; s + 1 < offsets.size(0); ++s) {
+    TORCH_CHECK(0 <= o[s] && o[s] <= o[s + 1] && o[s + 1] <= src.size(0), "offsets must be sorted row bounds");
+    out[s] = src.slice(0, o[s], o[s + 1]).sum(0);
+  }
+}
+
+torch::Tensor magnitude(const torch::Tensor& z) {
+  TORCH_CHECK(z.is_complex(), "z must be complex");
+  return z.abs();
+}
+
+static void check_where(const torch::Tensor& where) {
+  TORCH_CHECK(where.scalar_type() == torch::kInt, "where must be an int32 tensor");
+}
+
+torch::Tensor pick(const torch::Tensor& src, const torch::Tensor& where) {
+  check_where(where);
+  return src.index_select(0, where.to(torch::kLong));
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("gather_rows", &gather_rows, "rows of src at index");
+  m.def("segment_sum", &segment_sum, "out[s] = sum of src rows offsets[s]..offsets[s+1]");
+  m.def("magnitude", &magnitude, "|z|");
+  m.def("pick", &pick, "rows of src at where (int32)");
+}
+"""
+
+INDEX_INIT = """\
+import torch
+
+from . import _C
+
+
+def gather_rows(src, index):
+    return _C.gather_rows(src, index.long())
+
+
+def segment_sum(src, offsets):
+    out = torch.zeros(offsets.numel() - 1, src.size(1), dtype=src.dtype, device=src.device)
+    _C.segment_sum(out, src, offsets.int())
+    return out
+
+
+def magnitude(pairs):
+    return _C.magnitude(torch.view_as_complex(pairs))
+"""
+
+
+def write_index_project(root: Path) -> Path:
+    return write(root, {"setup.py": INDEX_SETUP, "csrc/index.cpp": INDEX_CPP, "index_ops/__init__.py": INDEX_INIT,
+                        "LICENSE": "MIT License\n"})
+
+
+# The index project's own tests as many extension projects keep them: beside setup.py, a pytest function
+# and a unittest class, comparing with a reference in a module of their own; a `test.py` demo script that
+# defines no test; and a test/ folder with a data file.
+INDEX_ROOT_TESTS = {
+    "test_index_ops.py": """\
+import unittest
+
+import torch
+
+import index_ops
+from reference import gather_rows_ref
+
+
+def test_gather_rows_matches_the_reference():
+    src, index = torch.randn(10, 3), torch.tensor([0, 2, 4])
+    torch.testing.assert_close(index_ops.gather_rows(src, index), gather_rows_ref(src, index))
+
+
+class SegmentSum(unittest.TestCase):
+    def test_sums_the_rows_of_each_segment(self):
+        src, offsets = torch.arange(12.0).view(6, 2), torch.tensor([0, 2, 6])
+        expected = torch.stack([src[:2].sum(0), src[2:].sum(0)])
+        torch.testing.assert_close(index_ops.segment_sum(src, offsets), expected)
+""",
+    "reference.py": "def gather_rows_ref(src, index):\n    return src[index]\n",
+    "test.py": "import torch\nimport index_ops\n\nprint(index_ops.magnitude(torch.randn(4, 2)))\n",
+    "test/test_magnitude.py": """\
+import json
+from pathlib import Path
+
+import torch
+
+import index_ops
+
+
+def test_magnitude_of_known_pairs():
+    pairs = json.loads((Path(__file__).parent / "pairs.json").read_text())
+    got = index_ops.magnitude(torch.tensor(pairs, dtype=torch.float32))
+    torch.testing.assert_close(got, torch.tensor([5.0, 13.0]))
+""",
+    "test/pairs.json": "[[3.0, 4.0], [5.0, 12.0]]\n",
+}
+
+
+def write_index_project_with_tests(root: Path) -> Path:
+    return write(write_index_project(root), INDEX_ROOT_TESTS)

@@ -412,8 +412,9 @@ def guard_includes(text: str) -> str:
     current = text
     masked = cpp.mask(current)
     spans: list[tuple[int, int]] = []
-    for pattern in (_PYBIND_INCLUDE, _PY_ALIAS):
-        for m in pattern.finditer(masked):
+    # `#include "torch/extension.h"`: the quoted name is a string literal the mask blanks
+    for pattern, searched in ((_PYBIND_INCLUDE, cpp.mask(current, strings=False)), (_PY_ALIAS, masked)):
+        for m in pattern.finditer(searched):
             if not _inside_guard(current, m.start()) and _depth(masked, m.start()) == 0:
                 spans.append((m.start(), m.end()))
     if not spans:

@@ -17,7 +17,19 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from publisher.adopt import binding, buildtoml, cpp, enclose, flags, naming, python, sources, tests_gen
+from publisher.adopt import (
+    binding,
+    buildtoml,
+    cpp,
+    enclose,
+    flags,
+    inputs,
+    naming,
+    project_tests,
+    python,
+    sources,
+    tests_gen,
+)
 from publisher.adopt.discover import discover, facts
 from publisher.adopt.model import (
     MARKER,
@@ -482,12 +494,12 @@ class _Planner:
 
     def _tests(self, name: str, python_name: str, version: int, repo_id: str | None, backends: Sequence[str],
                ops: Sequence[Op], access: dict[str, str], exts: Sequence[Extension]) -> None:
-        tests = self.root / "tests"
         target = f"tests/test_{python_name}_ops.py"
-        existing = [p for p in sources.walk(tests, (".py",))] if tests.is_dir() else []
-        ours = [p for p in existing if written_by_adopt(sources.read_text(tests / p))]
-        if existing and set(existing) != set(ours):
-            self._carry_tests(existing, python_name)
+        carried = {PurePosixPath(w).name for w in self.d.wrappers}
+        found, left = project_tests.find(self.root, carried)
+        own = [t for t in found if not written_by_adopt(self.read(t.source))]
+        if own:
+            self._carry_tests(own, left, python_name)
             return
         if not ops or (self.root / target).exists():
             return  # written once: the author adjusts its inputs, and a rerun leaves them alone
@@ -498,25 +510,60 @@ class _Planner:
                               "repo the tests load) before pushing")
         references = self._references(ops, access)
         paths = {op.name: access.get(op.name, "") for op in ops}
+        derived = inputs.derive(self.root, ops, [e.module for e in exts], self._cpp_texts(exts))
         self.change(target, tests_gen.test_file(repo_id=repo, version=version, device=device, paths=paths,
                                                 module_label=", ".join(e.module for e in exts), ops=ops,
-                                                references=references),
-                    "tests: each op loaded through kernels and called on inputs of its declared types")
+                                                references=references, derived=derived),
+                    f"tests: each op loaded through kernels and called on the inputs the project passes it "
+                    f"({len(derived)} of {len(ops)} found in its code; the rest guessed from the C++ signature)")
+        guessed = [op.name for op in ops if op.name not in derived]
+        if guessed:
+            self.findings.append(finding(
+                "PA192", f"no call in the project shows the inputs of {', '.join(guessed)}: their INPUTS in {target} "
+                "are guessed from the C++ signature, and an op that refuses them is `untested` (needs inputs), "
+                "not judged", file=target,
+                hint="give each the shapes and dtypes it expects in INPUTS, or add tests of your own to tests/"))
 
-    def _carry_tests(self, existing: Sequence[str], python_name: str) -> None:
+    def _cpp_texts(self, exts: Sequence[Extension]) -> dict[str, str]:
+        """The extensions' C++ as the author wrote it (sources and the project headers they include)."""
+        texts = {path: text for e in exts for path, text in e.inline_sources}
+        for ext in exts:
+            for rel in [*ext.sources, *sources.project_headers(self.root, ext.sources, ext.include_dirs)]:
+                text = self.original(rel)
+                if text is not None and rel not in texts:
+                    texts[rel] = text
+        return texts
+
+    def _carry_tests(self, tests: Sequence[project_tests.ProjectTest], left: Sequence[str], python_name: str) -> None:
         """The project's own tests stay its tests: `publisher test` runs them against each built variant, which
-        it puts first on the path as the package `python_name`. Their imports of the former extension module(s)
-        (and of the package's old name) are pointed at the kernel's package; tests that reach the kernel
-        neither that way nor through kernels.get_kernel are a finding."""
+        it puts first on the path as the package `python_name`. Those outside tests/ (test/, test modules beside
+        setup.py and the modules they import) are carried into tests/, where kernel-builder's CI and `publisher
+        test` look. Their imports of the former extension module(s), of the package's old name and of modules
+        carried into the package are pointed at the kernel's package; tests that reach the kernel neither that
+        way nor through kernels.get_kernel are a finding."""
+        moved = {**self._moved, **{PurePosixPath(w).stem: f"{python_name}.{PurePosixPath(w).stem}"
+                                   for w in self.d.wrappers}}
         reaches = False
-        for rel in existing:
-            path = f"tests/{rel}"
-            text = self.original(path) or ""
-            new = python.rewrite_tests(text, path, self._moved) if self._moved else text
-            if new != text:
-                self.change(path, new, "the project's test, its imports of the extension pointed at the kernel's "
-                                       "package")
-            reaches = reaches or python.imports_package(new, python_name)
+        for test in tests:
+            text = self.original(test.source) or ""
+            new = python.rewrite_tests(text, test.target, moved) if test.target.endswith(".py") and moved else text
+            if new != text or test.source != test.target:
+                where = "" if test.source == test.target else f", carried from {test.source} into tests/ (where " \
+                    "`publisher test` and kernel-builder's CI run `pytest tests`)"
+                what = "a module the project's tests import" if test.helper else "the project's test"
+                self.change(test.target, new, what + where + (", its imports of the extension pointed at the "
+                                                               "kernel's package" if new != text else ""))
+            reaches = reaches or (not test.helper and python.imports_package(new, python_name))
+        outside = sorted({t.source for t in tests if t.source != t.target and not t.helper})
+        if outside:
+            self.findings.append(finding(
+                "PA191", f"the project's tests {', '.join(outside[:4])}{' ...' if len(outside) > 4 else ''} are "
+                "carried into tests/: `publisher test` runs them against each built variant", file=outside[0]))
+        if left:
+            self.findings.append(finding(
+                "PA193", f"{len(left)} file(s) of test/ are not text and not carried into tests/: "
+                f"{', '.join(left[:3])}{' ...' if len(left) > 3 else ''}", file=left[0],
+                hint="copy them into tests/ by hand if the tests read them"))
         if not reaches:
             self.findings.append(finding(
                 "PA121", f"tests/ neither imports {python_name} nor loads the kernel through kernels.get_kernel: "

@@ -1,38 +1,66 @@
 """tests/ for an adopted project that had none: the kernel is loaded as users
 load it (kernels.get_kernel), every op must be registered with the schema the
 port derived, and every op is called, through the module users call it from,
-on inputs of its declared types; where the project has a Python reference of
-an op, the outputs are compared with it. Input shapes are guesses from the C++
-signature, written in one dict for the author to adjust."""
+on the inputs the project's own code passes it (publisher/adopt/inputs.py),
+else on guesses from its C++ signature; where the project has a Python
+reference of an op, the outputs are compared with it. The inputs are written
+in one dict, each with where it came from, for the author to adjust.
+
+What such a test may conclude is the verdict's rule: an op that raises on the
+inputs it was given is skipped as "needs inputs" (the inputs are ours, a
+reconstruction, even when derived from the project's calls; the op's refusal
+says they do not fit, not that it computes wrongly), with the line to edit;
+only a crash, a broken device, a hang or a result unlike the project's
+reference fails it. Each passing call records what it checked (ran, or
+matched a reference) so that a verdict resting on these tests says so."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
+from publisher.adopt import inputs
 from publisher.adopt.model import WRITTEN, Op, OpArg
+from publisher.testing import protocol
 
 _GUESS = {"float": "0.5", "int": "4", "bool": "False", "str": '"default"', "Scalar": "1.0",
           "ScalarType": "torch.float32", "Device": "DEVICE", "int[]": "[1]", "float[]": "[0.5]", "bool[]": "[False]"}
+_INTEGER = ("int", "uint", "bool")
 
 
-def _argument(arg: OpArg) -> str | None:
-    """A guessed value of the declared type; None where the schema default is used."""
+def load_line(repo_id: str, version: int) -> str:
+    """How the generated tests load the kernel: as its users do."""
+    return f'kernel = kernels.get_kernel("{repo_id}", version={version})'
+
+
+def _tensor(value: inputs.Concrete, mutable: bool) -> str:
+    dims = ", ".join(str(d) for d in value.shape) if value.shape else "()"
+    dtype = "" if value.dtype == "float32" else f", dtype=torch.{value.dtype}"
+    make = "torch.zeros" if mutable or value.dtype.startswith(_INTEGER) else "torch.randn"
+    return f"{make}({dims}{dtype}, device=DEVICE)"
+
+
+def _argument(arg: OpArg, tensors: dict[str, inputs.Concrete], scalars: dict[str, object]) -> str | None:
+    """A value of the declared type; None where the schema default is used."""
     if arg.default is not None:
         return None
     c = arg.ctype
     if c.kind == "tensor":
-        return "torch.zeros(8, 64, device=DEVICE)" if c.mutable else "torch.randn(8, 64, device=DEVICE)"
+        return _tensor(tensors[arg.name], c.mutable)
     if c.kind == "optional":
         return "None"
     if c.kind == "list" and c.inner[0].kind == "tensor":
         return "[torch.randn(8, 64, device=DEVICE)]"
+    if arg.name in scalars and c.kind == "scalar":
+        return repr(scalars[arg.name])
     return _GUESS.get(c.schema, "None")
 
 
-def _inputs(op: Op) -> str:
+def _inputs(op: Op, derived: inputs.Derived | None) -> str:
+    tensors, scalars = inputs.resolve(op, derived)
     values = []
     for arg in op.args:
-        value = _argument(arg)
+        value = _argument(arg, tensors, scalars)
         if value is None:
             break  # the rest take their defaults (they all have one: a schema's defaults trail)
         values.append(f"{arg.name}={value}" if arg.kw_only else value)
@@ -48,23 +76,32 @@ def _returns(op: Op) -> str:
 
 
 def test_file(*, repo_id: str, version: int, device: str, paths: dict[str, str], module_label: str,
-              ops: Sequence[Op], references: dict[str, str]) -> str:
-    """`paths`: op -> the attribute path from the loaded kernel to where users call it (`""`, `"_C"`, `"_ops.ops"`)."""
+              ops: Sequence[Op], references: dict[str, str], derived: dict[str, inputs.Derived] | None = None) -> str:
+    """`paths`: op -> the attribute path from the loaded kernel to where users call it (`""`, `"_C"`, `"_ops.ops"`);
+    `derived`: op -> the arguments the project's own code passes it (inputs.derive)."""
+    derived = derived or {}
     lines = [
         f'"""{WRITTEN}: the ops of the former extension module `{module_label}`, loaded the way',
-        "users load the kernel. INPUTS are guesses from each op's C++ signature (every tensor 8x64",
-        "float32): give them the shapes and dtypes your kernels expect -- a test fails until they fit.",
+        "users load the kernel. INPUTS are what the project's own code passes each op where adopt found a call,",
+        "and what its C++ checks (the line above each says where), else guesses from its C++ signature.",
+        "An op that refuses its inputs is skipped as \"needs inputs\" with the line to edit: give it the shapes",
+        "and dtypes it expects. Only a crash, a broken device, a hang or a result unlike REFERENCES fails.",
         'REFERENCES compare an op with the project\'s Python implementation where adopt found one."""',
         "",
         "import importlib",
+        "import os",
+        "import re",
         "",
         "import kernels",
         "import pytest",
         "import torch",
         "",
         f'DEVICE = "{device}"',
+        f"NEEDS_INPUTS = {json.dumps(protocol.NEEDS_INPUTS)}  # publisher test: an op skipped so leaves the kernel untested",
+        f"CHECKED = {json.dumps(protocol.CHECKED)}  # publisher test: what a passing test checked (the verdict says it)",
+        f"FATAL_DEVICE_ERROR = re.compile({json.dumps(protocol.FATAL_DEVICE_ERROR)}, re.I)",
         "",
-        f'kernel = kernels.get_kernel("{repo_id}", version={version})',
+        load_line(repo_id, version),
         "",
         "# op -> where users call it",
         "FUNCTIONS = {",
@@ -80,9 +117,16 @@ def test_file(*, repo_id: str, version: int, device: str, paths: dict[str, str],
     lines += ["}", "", "RETURNS = {"]
     for op in ops:
         lines.append(f'    "{op.name}": {_returns(op)},')
-    lines += ["}", "", "INPUTS = {"]
+    lines += ["}", "", "# op -> its arguments: edit these to give an op the inputs it expects", "INPUTS = {"]
     for op in ops:
-        lines.append(f'    "{op.name}": {_inputs(op)},')
+        found = derived.get(op.name)
+        lines.append(f"    # from {found.site}" if found else
+                     f"    # guessed from the C++ signature: nothing in the project calls {op.name}")
+        lines.append(f'    "{op.name}": {_inputs(op, found)},')
+    lines += ["}", "", "# op -> the project's call its INPUTS come from (empty: guessed)", "INPUTS_FROM = {"]
+    for op in ops:
+        found = derived.get(op.name)
+        lines.append(f'    "{op.name}": {json.dumps(found.site if found else "")},')
     lines += ["}", "", "REFERENCES = {"]
     for op, ref in sorted(references.items()):
         lines.append(f'    "{op}": {ref},')
@@ -95,9 +139,10 @@ def test_file(*, repo_id: str, version: int, device: str, paths: dict[str, str],
         "",
         "@pytest.mark.kernels_ci",
         "@pytest.mark.parametrize(\"name\", sorted(SCHEMAS))",
-        "def test_op_is_registered_with_its_schema(name):",
+        "def test_op_is_registered_with_its_schema(name, record_property):",
         "    ops = _ops()",
         "    assert getattr(ops, name).default._schema == torch._C.parse_schema(f\"{ops.name}::{SCHEMAS[name]}\")",
+        f"    record_property(CHECKED, {json.dumps(protocol.CHECKED_REGISTRATION)})",
         "",
         "",
         "def _check(result, returns):",
@@ -114,21 +159,58 @@ def test_file(*, repo_id: str, version: int, device: str, paths: dict[str, str],
         "            assert isinstance(result, torch.Tensor) and result.device.type == torch.device(DEVICE).type",
         "",
         "",
+        "def _first_line(err):",
+        "    return f\"{type(err).__name__}: {err}\".splitlines()[0][:300]",
+        "",
+        "",
+        "def _broken_device(err):",
+        "    \"\"\"Why the device can run nothing more after `err`, or None: then the call broke it, whatever its inputs.\"\"\"",
+        "    if FATAL_DEVICE_ERROR.search(_first_line(err)):",
+        "        return _first_line(err)",
+        "    if torch.device(DEVICE).type != \"cuda\":",
+        "        return None",
+        "    try:",
+        "        torch.cuda.synchronize()",
+        "        (torch.ones(1, device=DEVICE) + 1).item()",
+        "    except Exception as broken:  # noqa: BLE001 - any error here means the context is gone",
+        "        return _first_line(broken)",
+        "    return None",
+        "",
+        "",
+        "def _needs_inputs(name, who, err):",
+        "    \"\"\"An op (or its reference) raised on the inputs it was given: they do not fit it, which says nothing of",
+        "    what it computes. Skipped with the line to edit, unless the call broke the device.\"\"\"",
+        "    broken = _broken_device(err)",
+        "    if broken:",
+        "        pytest.fail(f\"{name} broke the {DEVICE} device: {broken}\", pytrace=False)",
+        "    given = f\"the inputs derived from {INPUTS_FROM[name]}\" if INPUTS_FROM.get(name) else \"guessed inputs\"",
+        "    line = INPUTS[name].__code__.co_firstlineno",
+        "    pytest.skip(f\"{NEEDS_INPUTS}: {who} refused {given} ({_first_line(err)}); give INPUTS[{name!r}] the \"",
+        "                f\"shapes and dtypes it expects: tests/{os.path.basename(__file__)}:{line}\")",
+        "",
+        "",
         "@pytest.mark.kernels_ci",
         "@pytest.mark.parametrize(\"name\", sorted(INPUTS))",
-        "def test_op_runs_on_inputs_of_its_declared_types(name):",
+        "def test_op_runs_on_inputs_of_its_declared_types(name, record_property):",
         "    torch.manual_seed(0)",
-        "    args = INPUTS[name]()",
         "    try:",
+        "        args = INPUTS[name]()",
         "        result = getattr(FUNCTIONS[name], name)(*args)",
-        "    except (RuntimeError, ValueError, IndexError) as err:",
-        "        pytest.fail(f\"{name} refused the inputs in INPUTS[{name!r}] ({err}); give them the shapes the kernel \"",
-        "                    \"expects\", pytrace=False)",
+        "        if torch.device(DEVICE).type == \"cuda\":",
+        "            torch.cuda.synchronize()",
+        "    except Exception as err:  # noqa: BLE001 - whatever the op raises is its answer to these inputs",
+        "        _needs_inputs(name, name, err)",
         "    _check(result, RETURNS[name])",
+        f"    checked = {json.dumps(protocol.CHECKED_RAN)}",
         "    if name in REFERENCES:",
         "        torch.manual_seed(0)",
-        "        expected = REFERENCES[name](*INPUTS[name]())",
+        "        try:",
+        "            expected = REFERENCES[name](*INPUTS[name]())",
+        "        except Exception as err:  # noqa: BLE001 - the reference does not take these inputs",
+        "            _needs_inputs(name, f\"the reference of {name}\", err)",
         "        torch.testing.assert_close(result, expected)",
+        f"        checked = {json.dumps(protocol.CHECKED_REFERENCE)}",
+        "    record_property(CHECKED, checked)",
         "",
     ]
     return "\n".join(lines)

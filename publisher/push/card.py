@@ -28,6 +28,7 @@ from publisher.bench.card import BenchSection
 from publisher.errors import ProjectError
 from publisher.project.model import Project
 from publisher.push.signature import SignerWorkflow
+from publisher.testing.report import OPS_RUN, describe_checks
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,9 @@ def describe_test(entry: dict | None) -> str:
         calls = [c for c in entry.get("smoke") or [] if isinstance(c, dict)]
         exercised = sum(1 for c in calls if c.get("outcome") == "exercised")
         n = f" (smoke test only: {exercised} of {len(calls)} ops and functions called; the project has no tests)"
+    elif status == "passed" and entry.get("suite") == OPS_RUN:
+        # only adopt's generated tests passed: say whether any op was compared with a reference
+        n = f" ({describe_checks(entry)}; the project has no tests of its own)"
     runs = [r for r in entry.get("runs") or [] if isinstance(r, dict)]
     if runs and status == "passed":  # tested in remote jobs: every GPU it passed on, and where
         gpus = ", ".join(dict.fromkeys(str(r.get("gpu") or r.get("flavor")) for r in runs if r.get("status") == "passed"))

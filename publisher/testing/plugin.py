@@ -172,6 +172,8 @@ def pytest_runtest_logreport(report):
     skip = report.longrepr[2] if report.skipped and isinstance(report.longrepr, tuple) else None
     # a failing test its author marked flaky, with no plugin here to run it again
     unretried = report.failed and "flaky" in report.keywords and not _RERUNS
+    # what the test recorded with pytest's record_property (adopt's generated tests: what they checked)
+    properties = {str(k): str(v) for k, v in getattr(report, "user_properties", ()) or ()} if report.when == "call" else {}
     _emit(
         event="report",
         nodeid=report.nodeid,
@@ -180,6 +182,7 @@ def pytest_runtest_logreport(report):
         xfail=hasattr(report, "wasxfail"),
         **({"reason": str(skip)} if skip else {}),
         **({"flaky_unretried": True} if unretried else {}),
+        **({"properties": properties} if properties else {}),
     )
 
 

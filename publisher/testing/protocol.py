@@ -18,5 +18,17 @@ SMOKE_SKIP = "PUBLISHER_TEST_SMOKE_SKIP"  # JSON list of smoke targets not to ca
 SMOKE_CALL_TIMEOUT = "PUBLISHER_TEST_SMOKE_CALL_TIMEOUT"  # seconds one smoke call may take
 SMOKE_HUNG_EXIT = 86  # the smoke test's exit code after a call that did not return (recorded first)
 
+# What adopt's generated tests (tests/test_<name>_ops.py, the project's own file once written, run without
+# publisher) tell the verdict through pytest itself: a skip reason and a recorded property.
+NEEDS_INPUTS = "needs inputs"  # the start of the skip reason of an op that refused the inputs the test gave it
+CHECKED = "publisher_checked"  # record_property name: what a passing generated test checked of an op
+CHECKED_RAN = "ran"  # the op ran on its inputs and returned what its schema says
+CHECKED_REFERENCE = "reference"  # ... and its result matched the project's Python reference
+CHECKED_REGISTRATION = "registration"  # the op is registered with the schema adopt derived
+# An error after which the device cannot run anything: the call broke it, whatever its inputs
+# (default_test.py spells the same pattern: it runs where publisher cannot be imported)
+FATAL_DEVICE_ERROR = (r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"
+                      r"an illegal|hardware stack error|Xid")
+
 NAMES = (EVENTS, BACKEND, KERNEL_DIR, VARIANT_DIR, LOAD_ONLY, DEVICE_OUT, DEVICE_LINE, HIDDEN, SMOKE_OUT, SMOKE_SKIP,
          SMOKE_CALL_TIMEOUT)

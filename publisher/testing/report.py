@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from publisher.secrets import redact
+from publisher.testing import protocol
 from publisher.testing.smoke import describe_call
 
 DEVICE_KEYS = ("gpu", "driver", "torch", "cuda", "platform", "python", "capability", "hidden")
@@ -38,6 +39,13 @@ class EventSummary:
     skip_reasons: tuple[str, ...] = ()  # distinct, in order seen
     exceptions: tuple[dict, ...] = ()  # what each failing test or collector raised (plugin's "exception" events)
     flaky_unretried: tuple[str, ...] = ()  # failing tests marked flaky that nothing here ran again
+    checked: tuple[tuple[str, str], ...] = ()  # (node id, what it checked) of passing tests that said (protocol.CHECKED)
+
+    @property
+    def needs_inputs(self) -> tuple[str, ...]:
+        """Skip reasons of adopt's generated tests whose op refused the inputs they gave it."""
+        return tuple(r for r in (s.removeprefix("Skipped: ") for s in self.skip_reasons)
+                     if r.startswith(protocol.NEEDS_INPUTS + ":"))
 
 
 def read_events(path: Path) -> EventSummary:
@@ -50,6 +58,7 @@ def read_events(path: Path) -> EventSummary:
     skip_reasons: dict[str, None] = {}
     exceptions: list[dict] = []
     flaky: dict[str, None] = {}
+    checked: dict[str, str] = {}
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -76,6 +85,9 @@ def read_events(path: Path) -> EventSummary:
                 flaky.setdefault(node, None)
             if ev.get("reason"):
                 skip_reasons.setdefault(str(ev["reason"]), None)
+            properties = ev.get("properties")
+            if isinstance(properties, dict) and protocol.CHECKED in properties:
+                checked[node] = str(properties[protocol.CHECKED])
     unfinished = next((n for n in reversed(started) if n not in finished), None)
     if unfinished is not None:
         outcome[unfinished] = "failed"
@@ -87,7 +99,8 @@ def read_events(path: Path) -> EventSummary:
         errors=values.count("error") + len(collect_errors),
     )
     failing = tuple(collect_errors) + tuple(n for n, o in outcome.items() if o in ("failed", "error"))
-    return EventSummary(counts, unfinished, failing, tuple(skip_reasons), tuple(exceptions), tuple(flaky))
+    passed = tuple((n, checked[n]) for n, o in outcome.items() if o == "passed" and n in checked)
+    return EventSummary(counts, unfinished, failing, tuple(skip_reasons), tuple(exceptions), tuple(flaky), passed)
 
 
 def _fold(previous: str | None, ev: dict) -> str | None:
@@ -140,10 +153,11 @@ class VariantTestResult:
     reason: str = ""  # one line: why it failed / was not run; empty when passed
     log: str | None = None
     fix: str = ""  # for `error` (and some `untested`): what to do
-    suite: str = ""  # what ran: project (its own tests), smoke (publisher's smoke test), load-check
+    suite: str = ""  # what ran: project (its own tests), ops-run (only adopt's generated tests), smoke, load-check
     smoke: tuple[dict, ...] = ()  # the smoke test's calls (target, outcome, inputs, detail)
     warnings: tuple[str, ...] = ()  # e.g. "not torch.compile-ready" (never a failure)
     runs: tuple[dict, ...] = ()  # tested elsewhere (remote jobs): one summary per job (flavor, gpu, job, status)
+    checks: tuple[tuple[str, int], ...] = ()  # ops-run: ops that ran / matched a reference (("ran", n), ("reference", m))
 
     def entry(self) -> dict:
         """The test-report entry (state.update_report) the push stage reads."""
@@ -155,6 +169,7 @@ class VariantTestResult:
             "tests": asdict(self.tests),
             "suite": self.suite,
             "smoke": list(self.smoke),
+            **({"checks": dict(self.checks)} if self.checks else {}),
             "warnings": list(self.warnings),
             "seconds": round(self.seconds, 2),
             "output_tail": self.output_tail,
@@ -178,6 +193,7 @@ class VariantTestResult:
             fix=str(entry.get("fix") or ""), suite=str(entry.get("suite") or ""),
             smoke=tuple(entry.get("smoke") or ()), warnings=tuple(entry.get("warnings") or ()),
             runs=tuple(entry.get("runs") or ()),
+            checks=tuple((str(k), v) for k, v in (entry.get("checks") or {}).items() if isinstance(v, int)),
         )
 
 
@@ -199,7 +215,23 @@ def describe_suite(result: VariantTestResult) -> str:
     if result.suite == "smoke":
         exercised = sum(1 for c in result.smoke if c.get("outcome") == "exercised")
         return f"smoke test only ({exercised} of {len(result.smoke)} calls exercised)"
+    if result.suite == OPS_RUN:
+        return describe_checks(result.entry())
     return {"project": "the project's tests", "load-check": "load check"}.get(result.suite, result.suite or "-")
+
+
+# A verdict resting only on adopt's generated tests (the project has none of its own)
+OPS_RUN = "ops-run"
+
+
+def describe_checks(entry: dict) -> str:
+    """What adopt's generated tests checked, for a verdict that rests on them (a report entry of suite ops-run)."""
+    checks = entry.get("checks") or {}
+    ran, reference = int(checks.get(protocol.CHECKED_RAN, 0)), int(checks.get(protocol.CHECKED_REFERENCE, 0))
+    if not reference:
+        return f"ops run only: {ran} op(s) called and returned what their schemas say, none compared with a reference"
+    return (f"adopt's generated tests only: {ran + reference} op(s) called, {reference} of them compared with the "
+            "project's reference")
 
 
 def render_table(results: list[VariantTestResult]) -> str:
@@ -222,6 +254,8 @@ def render_table(results: list[VariantTestResult]) -> str:
         if r.suite == "smoke":
             lines.append(f"  {r.variant}: {describe_suite(r)}: the project has no tests/ of its own")
             lines += [f"    {describe_call(c)}" for c in r.smoke]
+        if r.suite == OPS_RUN:
+            lines.append(f"  {r.variant}: the verdict rests on {describe_suite(r)} (the project has no tests of its own)")
         lines += [f"  {r.variant}: warning: {w}" for w in r.warnings]
     return "\n".join(lines)
 

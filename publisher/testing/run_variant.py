@@ -235,7 +235,8 @@ def run_variant(
                                 kernel=_kernel(target, tmp), env=_environment(env, target), options=options,
                                 smoke=smoke)
         return result(outcome.status, on_hardware=outcome.on_hardware, reason=outcome.reason, fix=outcome.fix,
-                      suite=suite, device=device, tests=events.counts, output_tail=report.tail(run.output),
+                      suite=outcome.suite or suite, checks=outcome.checks, device=device, tests=events.counts,
+                      output_tail=report.tail(run.output),
                       smoke=tuple(c.entry() for c in smoke.calls) if smoke else (),
                       warnings=smoke.warnings if smoke else ())
     finally:

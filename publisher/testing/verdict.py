@@ -9,9 +9,14 @@ verdicts, kept apart:
   a module the tests import, the tests do not compile, a fixture nothing
   provides, pytest could not start. Always with the fix.
 - `untested`: nothing ran (all skipped, none collected), or the smoke test
-  could exercise nothing.
+  could exercise nothing, or an op of adopt's generated tests refused the
+  inputs they gave it ("needs inputs": inputs adopt derived or guessed are a
+  reconstruction, and an op raising on them says they do not fit, not that
+  it computes wrongly); with the line of INPUTS to edit.
 - `passed`: the tests ran on the variant's hardware and passed (and what the
-  smoke test exercised, when it was only that).
+  smoke test exercised, when it was only that; "ops run only" when the
+  passing tests are adopt's generated ones and none compared an op with a
+  reference).
 (`loaded-not-run`: the hardware is missing here; the import was checked.)"""
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from pathlib import Path
 
 from publisher.options import TestOptions
 from publisher.runner import RunResult
-from publisher.testing.report import EventSummary
+from publisher.testing import protocol
+from publisher.testing.report import OPS_RUN, EventSummary
 from publisher.testing.smoke import FATAL, SmokeLog, describe_call
 from publisher.testing.test_depends import DECLARE_HINT, implicit_requirement, pypi_name
 
@@ -41,6 +47,8 @@ class Outcome:
     reason: str = ""
     fix: str = ""
     on_hardware: bool = False
+    suite: str = ""  # what the verdict rests on, when not what ran (ops-run: only adopt's generated tests)
+    checks: tuple[tuple[str, int], ...] = ()  # ops-run: (("ran", n), ("reference", m))
 
 
 @dataclass(frozen=True)
@@ -152,6 +160,8 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
     if run.ok and suite == LOAD_CHECK:
         return Outcome("loaded-not-run", f"no {str(accelerator).upper()} device here: imported and op registration "
                                          "checked, tests not run")
+    if (run.ok or run.returncode == 5) and events.needs_inputs:
+        return _needs_inputs(events.needs_inputs)
     nothing_ran = (run.ok or run.returncode == 5) and not events.counts.passed
     if nothing_ran:
         return Outcome("untested", _untested_reason(events, tests))
@@ -160,7 +170,7 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
                                    "functions on inputs it can build: " + _not_exercised(smoke),
                        fix="add tests/ that call the kernel's ops and compare them with a reference")
     if run.ok:
-        return Outcome("passed", on_hardware=True)
+        return Outcome("passed", on_hardware=True, **_rests_on(events))
     if suite in (SMOKE, LOAD_CHECK):
         return _smoke_verdict(run, events, smoke, options)
     lacks, all_environment = _lacks(events, kernel)
@@ -180,6 +190,33 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
     if lacks:
         reason += f"; besides, {len(lacks)} test(s) could not run: {lacks[0].what}"
     return Outcome("failed", reason, on_hardware=True)
+
+
+def _needs_inputs(reasons: tuple[str, ...]) -> Outcome:
+    """Ops of adopt's generated tests skipped because they refused their inputs: the kernel is not judged."""
+    whys = [r.removeprefix(protocol.NEEDS_INPUTS + ": ") for r in reasons]
+    shown = "; ".join(_INPUTS_LINE.sub("", why) for why in whys[:2]) + (f" (and {len(whys) - 2} more)"
+                                                                       if len(whys) > 2 else "")
+    lines = [m.group(1) for m in (_INPUTS_LINE.search(r) for r in whys) if m]
+    where = f"at {', '.join(lines)}" if lines else "in the generated tests"
+    return Outcome("untested", f"{len(reasons)} op(s) of adopt's generated tests need inputs, so the kernel was not "
+                               f"judged on them: {shown}",
+                   fix=f"edit INPUTS {where}: give each op the shapes and dtypes it expects, then test again")
+
+
+# the end of a needs-inputs skip reason: the INPUTS line to edit
+_INPUTS_LINE = re.compile(r"; give INPUTS\[[^\]]+\] the shapes and dtypes it expects: (\S+:\d+)$")
+
+
+def _rests_on(events: EventSummary) -> dict:
+    """What a passing run rests on, when every passing test is one of adopt's generated tests: `ops-run`,
+    with how many ops ran and how many were compared with a reference (else the run's own suite)."""
+    checked = [value for _, value in events.checked]
+    if not checked or len(checked) != events.counts.passed:
+        return {}
+    ops = [v for v in checked if v != protocol.CHECKED_REGISTRATION]
+    counts = tuple((kind, ops.count(kind)) for kind in (protocol.CHECKED_RAN, protocol.CHECKED_REFERENCE))
+    return {"suite": OPS_RUN, "checks": counts}
 
 
 # the smoke test's checks whose failure proves the variant broken (default_test.py)

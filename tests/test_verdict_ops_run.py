@@ -1,0 +1,93 @@
+"""What adopt's generated tests tell the verdict (publisher/testing/verdict.py):
+an op that refused its inputs ("needs inputs") leaves the variant untested with
+the INPUTS line to edit, however many other tests passed; a pass that rests
+only on generated tests says "ops run only" (or how many ops were compared with
+a reference) in the report table and on the card. Quick: the event files are
+written here as the plugin writes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from publisher.options import TestOptions
+from publisher.push.card import describe_test
+from publisher.runner import RunResult
+from publisher.testing import protocol, verdict
+from publisher.testing.report import VariantTestResult, read_events, render_table
+
+KERNEL = verdict.Kernel(frozenset({"index_ops"}), ("/build/torch213-cpu",))
+ENV = verdict.Environment("/env/bin/python", "this interpreter", False, frozenset())
+OK = RunResult(("pytest",), 0, "")
+GENERATED = "tests/test_index_ops_ops.py::"
+
+
+def _events(tmp_path: Path, tests: dict[str, tuple[str, str | None]]) -> Path:
+    """tests: node -> (outcome, a recorded check or a skip reason)."""
+    lines = []
+    for node, (outcome, extra) in tests.items():
+        lines.append({"event": "start", "nodeid": node})
+        report = {"event": "report", "nodeid": node, "when": "call", "outcome": outcome}
+        if outcome == "skipped":
+            report["reason"] = f"Skipped: {extra}"
+        elif extra:
+            report["properties"] = {protocol.CHECKED: extra}
+        lines += [report, {"event": "finish", "nodeid": node}]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def _judge(tmp_path: Path, tests: dict) -> verdict.Outcome:
+    return verdict.judge(OK, read_events(_events(tmp_path, tests)), suite=verdict.PROJECT, accelerator=None,
+                         kernel=KERNEL, env=ENV, tests=tmp_path, options=TestOptions())
+
+
+NEEDS = (f"{protocol.NEEDS_INPUTS}: pick refused guessed inputs (RuntimeError: where must be an int32 tensor); "
+         "give INPUTS['pick'] the shapes and dtypes it expects: tests/test_index_ops_ops.py:55")
+
+
+def test_an_op_that_needs_inputs_leaves_the_variant_untested_with_the_line_to_edit(tmp_path):
+    outcome = _judge(tmp_path, {
+        f"{GENERATED}test_op_is_registered_with_its_schema[pick]": ("passed", protocol.CHECKED_REGISTRATION),
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[gather_rows]": ("passed", protocol.CHECKED_RAN),
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[pick]": ("skipped", NEEDS),
+    })
+    assert outcome.status == "untested"
+    assert "1 op(s) of adopt's generated tests need inputs" in outcome.reason
+    assert "pick refused guessed inputs (RuntimeError: where must be an int32 tensor)" in outcome.reason
+    assert outcome.fix.startswith("edit INPUTS at tests/test_index_ops_ops.py:55")
+
+
+def test_a_pass_on_generated_tests_alone_rests_on_ops_run(tmp_path):
+    outcome = _judge(tmp_path, {
+        f"{GENERATED}test_op_is_registered_with_its_schema[gather_rows]": ("passed", protocol.CHECKED_REGISTRATION),
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[gather_rows]": ("passed", protocol.CHECKED_RAN),
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[magnitude]": ("passed", protocol.CHECKED_RAN),
+    })
+    assert (outcome.status, outcome.suite, dict(outcome.checks)) == ("passed", "ops-run", {"ran": 2, "reference": 0})
+    result = VariantTestResult("torch213-cxx11-cpu-x86_64-linux", "passed", None, True, suite=outcome.suite,
+                               checks=outcome.checks)
+    claim = "ops run only: 2 op(s) called and returned what their schemas say, none compared with a reference"
+    assert f"the verdict rests on {claim} (the project has no tests of its own)" in render_table([result])
+    assert describe_test(result.entry()) == f"passed ({claim}; the project has no tests of its own) on CPU"
+    # the claim survives the report file (a result sent back from a job is read the same way)
+    assert VariantTestResult.from_entry(result.variant, result.entry()).checks == result.checks
+
+
+def test_ops_compared_with_a_reference_are_counted(tmp_path):
+    outcome = _judge(tmp_path, {
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[scale]": ("passed", protocol.CHECKED_REFERENCE),
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[count]": ("passed", protocol.CHECKED_RAN),
+    })
+    entry = VariantTestResult("v", "passed", None, True, suite=outcome.suite, checks=outcome.checks).entry()
+    assert describe_test(entry).startswith("passed (adopt's generated tests only: 2 op(s) called, 1 of them compared "
+                                           "with the project's reference; the project has no tests of its own)")
+
+
+def test_the_projects_own_tests_are_not_called_ops_run(tmp_path):
+    outcome = _judge(tmp_path, {
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[gather_rows]": ("passed", protocol.CHECKED_RAN),
+        "tests/test_gather.py::test_gather_matches_numpy": ("passed", None),
+    })
+    assert (outcome.status, outcome.suite) == ("passed", "")
