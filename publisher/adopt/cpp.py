@@ -135,6 +135,7 @@ def statements(masked: str, start: int, end: int) -> Iterator[tuple[str, int, in
 _SPECIFIERS = {"static", "inline", "extern", "constexpr", "virtual", "explicit", "friend", "TORCH_API", "C10_EXPORT",
                "__host__", "__device__", "__forceinline__", "__inline__", "C10_API", "TORCH_CUDA_CPP_API",
                "__attribute__", "[[nodiscard]]", "[[maybe_unused]]", "noinline", "__global__", "CUDA_CALLABLE"}
+_EXPORT_MACRO = re.compile(r"[A-Z][A-Z0-9]*_(?:API|EXPORT|EXPORTS|CALLABLE|INLINE|HOST|DEVICE|HOST_DEVICE)")  # SCATTER_API
 _NAMESPACE_OPEN = re.compile(r"(?:\binline\s+)?\bnamespace\s*([\w:]*)\s*\{$")
 _EXTERN_OPEN = re.compile(r'\bextern\s*"\s*"\s*\{$')  # extern "C" {, its literal blanked by mask()
 
@@ -263,7 +264,7 @@ def _split_head(head: str) -> tuple[tuple[str, ...], str]:
     rest = re.sub(r"__attribute__\s*\(\(.*?\)\)", " ", rest)
     rest = re.sub(r"\[\[[^\]]*\]\]", " ", rest)
     words = rest.split()
-    while words and (words[0] in _SPECIFIERS or words[0] == "extern"):
+    while len(words) > 1 and (words[0] in _SPECIFIERS or words[0] == "extern" or _EXPORT_MACRO.fullmatch(words[0])):
         specifiers.append(words.pop(0))
     return tuple(specifiers), " ".join(words)
 

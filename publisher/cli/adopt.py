@@ -63,8 +63,9 @@ def to_json(result: AdoptResult) -> dict:
         "name": plan.name,
         "python_name": plan.python_name,
         "backends": list(plan.backends),
-        "ops": [{"name": op.name, "schema": op.schema(), "function": op.function, "file": op.file, "line": op.line,
-                 "shim": op.needs_shim} for op in plan.ops],
+        "ops": [{"name": op.name, "schema": op.schema() if op.known or op.written else None, "function": op.function,
+                 "file": op.file, "line": op.line, "shim": op.needs_shim, "registered_by": op.registered_by}
+                for op in plan.ops],
         "files": [{"path": c.path, "action": c.action, "yours": c.author, "needs_force": c.needs_force,
                    "what": c.what, **({"diff": c.diff()} if result.options.dry_run and c.action != "unchanged" else {})}
                   for c in plan.changes],
@@ -88,7 +89,8 @@ def render(result: AdoptResult) -> None:
     if plan.ops:
         click.echo(f"\nops ({len(plan.ops)}):")
         for op in plan.ops:
-            click.echo(f"  {op.schema()}" + ("   [shim]" if op.needs_shim else "") + f"   {op.file}:{op.line}")
+            shown = op.schema() if op.known or op.written else f"{op.name}: schema inferred by torch from {op.function}"
+            click.echo(f"  {shown}" + ("   [shim]" if op.needs_shim else "") + f"   {op.file}:{op.line}")
     click.echo("\nfiles:")
     width = max((len(c.path) for c in plan.changes), default=0)
     for change in plan.changes:
