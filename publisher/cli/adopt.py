@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from publisher.adopt.discover import SetupNotRun
 from publisher.adopt.stage import BACKUP_DIR, AdoptResult, run_adopt
 from publisher.cli.common import echo_json, json_flag
 from publisher.errors import EXIT_FAILED, EXIT_OK, UsageError
@@ -37,7 +38,16 @@ def command(path: Path, dry_run: bool, force: bool, name: str | None, license_: 
         raise UsageError(f"--repo {repo_id!r}: {repo_id_problem(repo_id)}", "give it as ORG/NAME, e.g. your-org/my-kernel")
     options = AdoptOptions(path=path, dry_run=dry_run, force=force, name=name, license=license_, version=version,
                            repo_id=repo_id)
-    result = run_adopt(options)
+    try:
+        result = run_adopt(options)
+    except SetupNotRun as err:
+        if as_json:
+            echo_json({"error": err.message, "findings": [f.to_json() for f in err.findings], "complete": False,
+                       "written": []})
+        else:
+            click.echo(f"{err.message}: nothing written\n")
+            click.echo(render_human(list(err.findings)))
+        return EXIT_FAILED
     if as_json:
         echo_json(to_json(result))
     else:
