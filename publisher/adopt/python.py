@@ -282,7 +282,7 @@ def _lookups(tree: ast.Module, ctx: ImportContext, file: str, spans: list[tuple[
             head = "importlib.util.find_spec"
             needs_util = True
         spans.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset,
-                      f"{head}({relative!r}, __package__)"))
+                      f'{head}("{relative}", __package__)'))
         findings.append(finding("PA183", f"`{name}({first!r})` looks the extension up by its old name: now the carried "
                                 f"module {relative!r} of the package", file=file, line=node.lineno))
     return needs_util
