@@ -584,3 +584,85 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("relu", &relu); }
 
 def write_lookup_project(root: Path) -> Path:
     return write(root, {"fastrelu.py": LOOKUP_WRAPPER, "relu.cpp": LOOKUP_CPP})
+
+
+# A THC-era CUDA extension (the RoIPool/RoIAlign extensions of 2018-2020 detection code): THC headers, the THC
+# state and stream, THCudaCheck, THCCeilDiv, AT_CHECK, x.type() given to AT_DISPATCH, tensor.data<T>().
+THC_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(name="roipool", ext_modules=[CUDAExtension("roipool_ext", ["src/roi_pool.cpp", "src/roi_pool_kernel.cu"])],
+      cmdclass={"build_ext": BuildExtension})
+"""
+
+THC_CPP = """\
+#include <torch/extension.h>
+#include <THC/THC.h>
+
+extern THCState *state;
+
+at::Tensor roi_pool_forward_cuda(const at::Tensor& input, const at::Tensor& rois, int64_t pooled);
+
+#define CHECK_CUDA(x) AT_CHECK(x.type().is_cuda(), #x " must be a CUDA tensor")
+
+at::Tensor roi_pool_forward(const at::Tensor& input, const at::Tensor& rois, int64_t pooled) {
+  CHECK_CUDA(input);
+  CHECK_CUDA(rois);
+  return roi_pool_forward_cuda(input, rois, pooled);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("roi_pool_forward", &roi_pool_forward, "RoI max pooling"); }
+"""
+
+THC_CU = """\
+#include <ATen/ATen.h>
+#include <THC/THC.h>
+#include <THC/THCAtomics.cuh>
+#include <THC/THCDeviceUtils.cuh>
+
+#include <algorithm>
+
+extern THCState *state;
+
+// rois: [n, 5] (batch index, x1, y1, x2, y2); output: [n, channels, pooled, pooled], the max of each bin
+template <typename scalar_t>
+__global__ void RoIPoolForward(const int64_t nthreads, const scalar_t* bottom, const scalar_t* rois,
+                               int64_t channels, int64_t height, int64_t width, int64_t pooled, scalar_t* top) {
+  for (int64_t index = blockIdx.x * blockDim.x + threadIdx.x; index < nthreads; index += blockDim.x * gridDim.x) {
+    int64_t pw = index % pooled, ph = (index / pooled) % pooled, c = (index / pooled / pooled) % channels;
+    int64_t n = index / pooled / pooled / channels;
+    const scalar_t* roi = rois + n * 5;
+    int64_t b = static_cast<int64_t>(roi[0]);
+    int64_t x1 = round(roi[1]), y1 = round(roi[2]), x2 = round(roi[3]), y2 = round(roi[4]);
+    int64_t w = max(x2 - x1 + 1, (int64_t)1), h = max(y2 - y1 + 1, (int64_t)1);
+    int64_t hs = min(max(y1 + ph * h / pooled, (int64_t)0), height), he = min(max(y1 + ((ph + 1) * h + pooled - 1) / pooled, (int64_t)0), height);
+    int64_t ws = min(max(x1 + pw * w / pooled, (int64_t)0), width), we = min(max(x1 + ((pw + 1) * w + pooled - 1) / pooled, (int64_t)0), width);
+    scalar_t best = (he <= hs || we <= ws) ? scalar_t(0) : scalar_t(-1e30);
+    const scalar_t* plane = bottom + (b * channels + c) * height * width;
+    for (int64_t y = hs; y < he; ++y)
+      for (int64_t x = ws; x < we; ++x) best = max(best, plane[y * width + x]);
+    top[index] = best;
+  }
+}
+
+at::Tensor roi_pool_forward_cuda(const at::Tensor& input, const at::Tensor& rois, int64_t pooled) {
+  auto output = at::zeros({rois.size(0), input.size(1), pooled, pooled}, input.options());
+  int64_t count = output.numel();
+  cudaStream_t stream = THCState_getCurrentStream(state);
+  dim3 grid(std::min(THCCeilDiv(count, (int64_t)512), (int64_t)4096));
+  AT_DISPATCH_FLOATING_TYPES(input.type(), "roi_pool_forward", [&] {
+    RoIPoolForward<scalar_t><<<grid, 512, 0, stream>>>(count, input.contiguous().data<scalar_t>(),
+        rois.contiguous().data<scalar_t>(), input.size(1), input.size(2), input.size(3), pooled,
+        output.data<scalar_t>());
+  });
+  THCudaCheck(cudaGetLastError());
+  return output;
+}
+"""
+
+
+def write_thc_project(root: Path) -> Path:
+    return write(root, {"setup.py": THC_SETUP, "src/roi_pool.cpp": THC_CPP, "src/roi_pool_kernel.cu": THC_CU,
+                        "LICENSE": "MIT License\n\nPermission is hereby granted, free of charge, to any person "
+                        "obtaining a copy\n"})
