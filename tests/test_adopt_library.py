@@ -87,8 +87,11 @@ def test_register_operators_become_fragments_with_schemas_from_the_signatures(tm
     assert [f["code"] for f in report["findings"] if f["code"] == "PA172"] == ["PA172"]
     sums = (root / "csrc/sum.cpp").read_text()
     assert "TORCH_LIBRARY_FRAGMENT(TORCH_EXTENSION_NAME, m) {" in sums
-    assert 'm.def("segment_sum(Tensor src, Tensor indptr, int? size) -> Tensor", &segment_sum);' in sums
-    assert 'm.def("segment_count(Tensor indptr) -> Tensor", [](torch::Tensor indptr) {' in sums
+    # the alias analysis RegisterOperators gave (conservative: any argument may be written) is kept
+    assert ('m.def(torch::schema("segment_sum(Tensor src, Tensor indptr, int? size) -> Tensor", '
+            'c10::AliasAnalysisKind::CONSERVATIVE), &segment_sum);') in sums
+    assert ('m.def(torch::schema("segment_count(Tensor indptr) -> Tensor", c10::AliasAnalysisKind::CONSERVATIVE), '
+            '[](torch::Tensor indptr) {') in sums
     assert 'm.def("version", [] { return segs_version(); });' in (root / "csrc/version.cpp").read_text()
     init = (root / "torch-ext/segs/__init__.py").read_text()
     assert "torch.ops.load_library(" not in init and "find_spec" not in init

@@ -196,17 +196,16 @@ def read_library(file: str, text: str, lookup: binding.Lookup, defines: Sequence
     findings = [replace(f, file=file) for f in findings]
     known = {d.split("=", 1)[0] for d in defines}
     ops: list[Op] = []
-    for head in heads:
-        if head.macro == "TORCH_LIBRARY_IMPL":
-            continue
+    bodies = [(h.var, h.block) for h in heads if h.macro != "TORCH_LIBRARY_IMPL"] + _helpers(masked)
+    for var, block in bodies:
         conditions: list[bool | None] = []
-        for kind, start, end in cpp.statements(masked, head.block.body_open + 1, head.block.end - 1):
+        for kind, start, end in cpp.statements(masked, block.body_open + 1, block.end - 1):
             if kind == "directive":
                 binding._directive(masked[start:end], conditions, known)
                 continue
             state = binding._state(conditions)
             statement = masked[start:end].strip()
-            if state is False or not re.match(rf"{re.escape(head.var)}\s*\.\s*def\s*\(", statement):
+            if state is False or not re.match(rf"{re.escape(var)}\s*\.\s*def\s*\(", statement):
                 continue
             open_at = masked.index("(", start)
             args = [text[a:b].strip() for a, b in cpp.split_top(masked, open_at + 1, cpp.matching(masked, open_at) - 1)]
@@ -219,6 +218,17 @@ def read_library(file: str, text: str, lookup: binding.Lookup, defines: Sequence
             ops.append(op)
             findings += problems
     return LibraryFile(file, text, tuple(heads), tuple(chains), tuple(ops), tuple(findings))
+
+
+def _helpers(masked: str) -> list[tuple[str, cpp.Block]]:
+    """Functions a TORCH_LIBRARY block calls to define ops (`void register_aabb(torch::Library& m) {
+    m.def(...); }`): their library parameter and body."""
+    out = []
+    for m in re.finditer(r"\(\s*(?:torch\s*::\s*)?Library\s*&\s*(\w+)\s*\)\s*\{", masked):
+        end = cpp.matching(masked, m.end() - 1)
+        if end > 0:
+            out.append((m.group(1), cpp.Block(m.start(), m.end() - 1, end)))
+    return out
 
 
 def _defined(file: str, text: str, args: list[str], line: int, lookup: binding.Lookup, unsure: bool) -> Op | None:
@@ -303,8 +313,15 @@ def port(text: str, lib: LibraryFile, namespaces: set[str], expand_library: bool
         for entry in chain.entries:
             _, name, rest = schema.split_name(entry.literal)
             op = ops.get(name.split(".", 1)[0])
-            spelled = f"{name}{rest}" if rest else (op.schema() if op is not None and op.known else name)
-            body.append(f'  m.def("{binding._escape(spelled)}", {entry.kernel});')
+            spelled = f"{name}{rest}" if rest else (op.schema() if op is not None and op.known else None)
+            if spelled is None:  # torch infers the schema, as RegisterOperators did
+                body.append(f'  m.def("{name}", {entry.kernel});')
+            else:
+                # RegisterOperators leaves the alias analysis CONSERVATIVE (an op may write any argument, as
+                # torch_scatter's do into `optional_out`); a schema string in a library is trusted as written
+                # (FROM_SCHEMA), which lets TorchScript drop a call whose result is unused. Kept as it was.
+                body.append(f'  m.def(torch::schema("{binding._escape(spelled)}", c10::AliasAnalysisKind::CONSERVATIVE), '
+                            f"{entry.kernel});")
         body.append("}")
         swaps.append((chain.start, chain.end, "\n".join(body)))
     if not swaps:
