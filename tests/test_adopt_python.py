@@ -65,7 +65,7 @@ def test_what_cannot_be_rewritten_is_named_with_its_line():
     assert {(f.code, f.line) for f in findings} == {("PA121", 3), ("PA183", 4), ("PA122", 5), ("PA122", 6)}
     assert "import pkg._C\n" in new  # `pkg` is used: left as it was, the finding says why
     # the lookup by the old name is the carried module's, relative to the package
-    assert "found = importlib.util.find_spec('.fused_ssim_cuda', __package__)\n" in new
+    assert 'found = importlib.util.find_spec(".fused_ssim_cuda", __package__)\n' in new
 
 
 def test_an_import_of_a_submodule_for_its_effect_becomes_relative():

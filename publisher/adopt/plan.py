@@ -396,6 +396,12 @@ class _Planner:
             for op in ops:
                 if op.name in seen and seen[op.name].schema() == op.schema():
                     continue  # the same function of another backend's extension: one op, a kernel per backend
+                if op.name in seen and "library" in (op.registered_by, seen[op.name].registered_by):
+                    self.findings.append(finding(
+                        "PA174", f"`{op.name}` is defined twice ({seen[op.name].file}:{seen[op.name].line} and "
+                        f"{op.file}:{op.line}): one kernel has one op of a name", file=op.file, line=op.line,
+                        hint="rename one (and its callers)"))
+                    continue
                 if op.name in seen:
                     self.findings.append(finding("PA112", f"`{op.name}` is bound by two extensions ({module} and "
                                                  f"another) with different signatures ({seen[op.name].schema()} and "
