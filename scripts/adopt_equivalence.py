@@ -250,6 +250,14 @@ def _build_original(root: Path, work: Path, out: Path | None, name: str, env: di
               f"load(name={ext.leaf!r}, sources={[str(root / s) for s in ext.sources]!r}, "
               f"extra_cflags={list(ext.cxx_flags)!r}, extra_cuda_cflags={list(ext.nvcc_flags)!r}, "
               f"extra_include_paths={[str(root / i) for i in ext.include_dirs]!r}, build_directory={str(build_dir)!r})\n")
+    if ext.inline_sources:  # load_inline(): its strings, as the project's call gives them
+        texts = dict(ext.inline_sources)
+        cpp = next(t for p, t in texts.items() if p.endswith(".cpp"))
+        cuda = [t for p, t in texts.items() if not p.endswith(".cpp")]
+        script = (f"import sys, torch\nfrom torch.utils.cpp_extension import load_inline\n"
+                  f"load_inline(name={ext.leaf!r}, cpp_sources=[{cpp!r}], cuda_sources={cuda!r}, "
+                  f"functions={[f for f, _ in ext.inline_functions]!r}, extra_cflags={list(ext.cxx_flags)!r}, "
+                  f"extra_cuda_cflags={list(ext.nvcc_flags)!r}, build_directory={str(build_dir)!r})\n")
     try:
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
                                 timeout=_remaining(deadline))
