@@ -622,7 +622,8 @@ class _Planner:
         for rel in existing:
             path = f"tests/{rel}"
             text = self.original(path) or ""
-            new = python.rewrite_tests(text, path, self._moved) if self._moved else text
+            new = python.rewrite_tests(text, path, self._moved, frozenset(self._namespaces), python_name) \
+                if self._moved or self._namespaces else text
             if new != text:
                 self.change(path, new, "the project's test, its imports of the extension pointed at the kernel's "
                                        "package")

@@ -458,11 +458,13 @@ def _fixed_namespace(node: ast.Call, file: str) -> list[Finding]:
 
 # --- the project's tests ------------------------------------------------------------------------
 
-def rewrite_tests(text: str, file: str, modules: dict[str, str]) -> str:
+def rewrite_tests(text: str, file: str, modules: dict[str, str], namespaces: frozenset[str] = frozenset(),
+                  package: str | None = None) -> str:
     """A test file of the project with its absolute imports of the former extension module(s) and of the old
     package name pointed at the kernel's package (`import causal_conv1d_cuda` -> `from causal_conv1d import
     causal_conv1d_cuda`): `publisher test` puts each built variant first on the path under the package's
-    name. `modules`: old module -> its module in the kernel's package (dotted, absolute)."""
+    name. `modules`: old module -> its module in the kernel's package (dotted, absolute). The ops of
+    `namespaces` are the kernel's own: `torch.ops.ns.x` -> `package._ops.ops.x` (opcheck and the like)."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -505,7 +507,11 @@ def rewrite_tests(text: str, file: str, modules: dict[str, str]) -> str:
                 names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
                 edits.append((node.lineno, node.end_lineno, _indent(lines, node) + f"from {new} import {names}"
                               + _tail(lines, node)))
-    return _apply(lines, edits)
+    spans: list[tuple[int, int, int, int, str]] = []
+    used = namespaces and package and any(_namespace_spans(tree, namespaces, f"{package}.{OPS_MODULE}.ops",
+                                                           f"{package}.{OPS_MODULE}.add_op_namespace_prefix", spans))
+    new = _apply(_spliced(lines, spans, edits), edits)
+    return _add_imports(new, [f"import {package}.{OPS_MODULE}"]) if used else new
 
 
 def imports_package(text: str, package: str) -> bool:
