@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from adopt_fixtures import THC_CU, write_thc_project
 from cli_helper import run_cli
 
@@ -51,3 +53,28 @@ def test_a_removed_api_without_an_exact_replacement_is_an_error_with_its_fix(tmp
     # the THC state it is given stays declared (it is still used), and is named too
     assert set(left) == {"THCudaBlas_Sgemm", "extern THCState *state;"}
     assert written[left["extern THCState *state;"]["line"] - 1] == "extern THCState *state;"
+
+
+CU130_MATRIX = """\
+schema: 1
+torch:
+  - version: "2.14"
+    required: true
+    flavours:
+      - {compute: cu130, platforms: [x86_64-linux], source: pypi, requirement: "torch==2.14.1"}
+"""
+
+
+@pytest.mark.slow
+def test_the_ported_thc_era_extension_compiles_for_cuda(tmp_path):
+    """Against a PyPI CUDA torch with nvcc 13.0 (no GPU needed): before the port, THC/THC.h is not found."""
+    root = write_thc_project(tmp_path / "roipool")
+    done = run_cli("adopt", str(root), "--force")
+    assert done.returncode == 0, done.output
+    toml = root / "build.toml"
+    toml.write_text(toml.read_text().replace('backend = "cuda"\n', 'backend = "cuda"\ncuda-capabilities = ["9.0"]\n', 1))
+    matrix = tmp_path / "cu130.yaml"
+    matrix.write_text(CU130_MATRIX)
+    built = run_cli("build", str(root), "--matrix", str(matrix), "--json", timeout=3000)
+    (entry,) = json.loads(built.stdout)["variants"]
+    assert built.returncode == 0 and entry["state"] == "built" and entry["abi"]["ok"], built.output[-3000:]
