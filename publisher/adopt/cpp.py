@@ -187,6 +187,7 @@ def enclosing(blocks: list[tuple[int, int, str | None]], offset: int) -> list[st
 def find_declarations(text: str, masked: str, name: str) -> list[Declaration]:
     """Every namespace-scope declaration or definition of the function `name` (unqualified) in `text`."""
     blocks = scopes(masked)
+    uncommented = mask(text, strings=False)
     found: list[Declaration] = []
     for m in re.finditer(r"(?<![\w.:>])(?:~)?" + re.escape(name) + r"\s*\(", masked):
         if masked[m.start() - 1: m.start()] == ">" or _preceded_by_member_access(masked, m.start()):
@@ -212,7 +213,8 @@ def find_declarations(text: str, masked: str, name: str) -> list[Declaration]:
         if not return_type or return_type in ("else", "new", "delete", "throw", "case", "goto", "sizeof"):
             continue
         namespace = tuple(k for k in kinds if k not in ("extern",))
-        params = tuple(text[a:b].strip() for a, b in split_top(masked, params_open + 1, params_end - 1))
+        # as written, less comments (`torch::Tensor boxes,  // [y1,x1,y2,x2]` ends a line before the next one)
+        params = tuple(" ".join(uncommented[a:b].split()) for a, b in split_top(masked, params_open + 1, params_end - 1))
         if params == ("",) or params == ("void",):
             params = ()
         found.append(Declaration(name, namespace, _squash(return_type), params, specifiers, m.start(),
