@@ -7,7 +7,8 @@ values, PB3xx GPU architectures, PB4xx project layout, PB5xx platforms.
 PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole.
 PA: `adopt` (a torch.utils.cpp_extension project ported to kernel-builder). PA10x finding the
 extension, PA11x the pybind11 binding, PA12x the Python code, PA13x general values, PA14x flags,
-PA15x paths, PA16x what would be written, PA19x the project's tests and the tests adopt writes.
+PA15x paths, PA16x what would be written, PA17x op registrations (TORCH_LIBRARY, RegisterOperators), PA18x
+ports of removed torch APIs and of lookups by the old name, PA19x the project's tests and the tests adopt writes.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PA103": (I, "setup.py was run with recorders (reading it statically was not enough)"),
     "PA104": (W, "setup.py tried to run a program or open a connection; refused"),
     "PA105": (I, "setup.py answered as on a machine with a CUDA toolkit (none here)"),
+    "PA106": (E, "setup.py could not be run with recorders (what it needed is named)"),
+    "PA107": (W, "a project file has the name of a standard-library module (it shadows it where setup.py runs)"),
     "PA111": (E, "binding construct or type no op schema can carry (needs hands)"),
     "PA112": (E, "bound function whose declaration adopt cannot read (missing, overloaded, template)"),
     "PA113": (W, "detail of the binding not carried (a default value, py::arg names, an m.def argument)"),
@@ -78,6 +81,14 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PA144": (W, "CUDA architectures no toolkit of the matrix compiles: the build's defaults used"),
     "PA151": (W, "source or include folder outside the project, or missing"),
     "PA161": (E, "existing files would change (rerun with --force)"),
+    "PA171": (E, "op registration adopt cannot port to the kernel's namespace (needs hands)"),
+    "PA172": (W, "op registered without a schema adopt can read (torch infers it; not in the written tests)"),
+    "PA173": (I, "op registrations under a fixed namespace ported to the kernel's own"),
+    "PA174": (E, "two registrations define the same op name"),
+    "PA175": (E, "build.toml would name a file that is neither in the project nor written by adopt"),
+    "PA181": (I, "removed or deprecated torch C++ API ported to its exact replacement"),
+    "PA182": (E, "removed torch C++ API with no exact replacement (needs hands)"),
+    "PA183": (I, "Python lookup or loading of the extension by its old name replaced by an import of the carried module"),
     "PA191": (I, "the project's tests outside tests/ carried into tests/ (publisher test runs them)"),
     "PA192": (W, "no call in the project shows an op's inputs: the generated test's INPUTS are guessed"),
     "PA193": (W, "a file of the project's test folder not carried (not text)"),

@@ -25,7 +25,9 @@ inputs.py (one per project) defines INPUTS = {op: lambda device: (args...)}, and
 NAMES = {op: name in the original module}, TOLERANCE = {op: (rtol, atol)}, MODULE = the original
 module's import name (default: what adopt finds), MODULES = {device: module} where the original has
 one module per device (torchsort: isotonic_cpu, isotonic_cuda), DEVICE = "cpu" for a CPU extension,
-DEVICES = ["cuda", "cpu"] to compare on several devices.
+DEVICES = ["cuda", "cpu"] to compare on several devices, and ORIGINAL = lambda root, device: the object whose
+attributes are the original's ops, for an original that registers torch ops itself (TORCH_LIBRARY,
+RegisterOperators: `torch.ops.<its namespace>` once its library is loaded from the built tree at `root`).
 """
 
 from __future__ import annotations
@@ -181,7 +183,11 @@ def _compare_project(project: Path, built: dict, device: str) -> list[dict]:
     tolerance = getattr(inputs, "TOLERANCE", {})
     rows = []
     for dev in devices:
-        module = _load_original(built["original"], getattr(inputs, "MODULES", {}).get(dev, getattr(inputs, "MODULE", None)))
+        if hasattr(inputs, "ORIGINAL"):  # ops the original registers itself (TORCH_LIBRARY, RegisterOperators)
+            module = inputs.ORIGINAL(built["original"]["root"], dev)
+        else:
+            module = _load_original(built["original"],
+                                    getattr(inputs, "MODULES", {}).get(dev, getattr(inputs, "MODULE", None)))
         for op, make in inputs.INPUTS.items():
             row = {"project": project.name, "op": op if len(devices) == 1 else f"{op} [{dev}]"}
             try:
@@ -244,6 +250,14 @@ def _build_original(root: Path, work: Path, out: Path | None, name: str, env: di
               f"load(name={ext.leaf!r}, sources={[str(root / s) for s in ext.sources]!r}, "
               f"extra_cflags={list(ext.cxx_flags)!r}, extra_cuda_cflags={list(ext.nvcc_flags)!r}, "
               f"extra_include_paths={[str(root / i) for i in ext.include_dirs]!r}, build_directory={str(build_dir)!r})\n")
+    if ext.inline_sources:  # load_inline(): its strings, as the project's call gives them
+        texts = dict(ext.inline_sources)
+        cpp = next(t for p, t in texts.items() if p.endswith(".cpp"))
+        cuda = [t for p, t in texts.items() if not p.endswith(".cpp")]
+        script = (f"import sys, torch\nfrom torch.utils.cpp_extension import load_inline\n"
+                  f"load_inline(name={ext.leaf!r}, cpp_sources=[{cpp!r}], cuda_sources={cuda!r}, "
+                  f"functions={[f for f, _ in ext.inline_functions]!r}, extra_cflags={list(ext.cxx_flags)!r}, "
+                  f"extra_cuda_cflags={list(ext.nvcc_flags)!r}, build_directory={str(build_dir)!r})\n")
     try:
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
                                 timeout=_remaining(deadline))

@@ -441,3 +441,356 @@ def test_magnitude_of_known_pairs():
 
 def write_index_project_with_tests(root: Path) -> Path:
     return write(write_index_project(root), INDEX_ROOT_TESTS)
+
+
+# PyTorch's extension tutorial form (pytorch/extension-cpp): TORCH_LIBRARY with the schemas, TORCH_LIBRARY_IMPL
+# for CPU and for Autograd, a dummy module to import, torch.ops.<ns> and torch.library names in the Python.
+LIBRARY_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+setup(name="libmath", packages=["libmath"],
+      ext_modules=[CppExtension("libmath._C", ["libmath/csrc/ops.cpp"], extra_compile_args={"cxx": ["-O2"]})],
+      cmdclass={"build_ext": BuildExtension})
+"""
+
+LIBRARY_CPP = """\
+#include <Python.h>
+#include <torch/all.h>
+#include <torch/library.h>
+
+extern "C" {
+PyObject* PyInit__C(void) {
+  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", NULL, -1, NULL};
+  return PyModule_Create(&module_def);
+}
+}
+
+namespace libmath {
+
+at::Tensor muladd_cpu(const at::Tensor& a, const at::Tensor& b, double c) { return a * b + c; }
+
+void add_out_cpu(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { out.copy_(a + b); }
+
+at::Tensor gather_rows_cpu(const at::Tensor& x, const at::Tensor& index) {
+  TORCH_CHECK(index.scalar_type() == at::kLong, "index must be int64");
+  return x.index_select(0, index);
+}
+
+TORCH_LIBRARY(libmath, m) {
+  m.def("muladd(Tensor a, Tensor b, float c) -> Tensor");
+  m.def("libmath::add_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
+  m.def("gather_rows(Tensor x, Tensor index) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(libmath, CPU, m) {
+  m.impl("muladd", &muladd_cpu);
+  m.impl("libmath::add_out", &add_out_cpu);
+  m.impl("gather_rows", &gather_rows_cpu);
+}
+
+}  // namespace libmath
+"""
+
+LIBRARY_INIT = """\
+import torch
+from . import _C, ops
+"""
+
+LIBRARY_OPS = """\
+import torch
+from torch import Tensor
+
+
+def muladd(a: Tensor, b: Tensor, c: float) -> Tensor:
+    return torch.ops.libmath.muladd.default(a, b, c)
+
+
+@torch.library.register_fake("libmath::muladd")
+def _(a, b, c):
+    return torch.empty_like(a)
+
+
+def _backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    return grad * b, grad * a, None
+
+
+def _setup_context(ctx, inputs, output):
+    a, b, _ = inputs
+    ctx.save_for_backward(a, b)
+
+
+torch.library.register_autograd("libmath::muladd", _backward, setup_context=_setup_context)
+
+
+def add_out(a: Tensor, b: Tensor, out: Tensor) -> None:
+    torch.ops.libmath.add_out(a, b, out)
+
+
+def gather_rows(x: Tensor, index: Tensor) -> Tensor:
+    return torch.ops.libmath.gather_rows(x, index.long())
+
+
+def muladd_ref(a, b, c):
+    return a * b + c
+"""
+
+
+def write_library_project(root: Path) -> Path:
+    return write(root, {"setup.py": LIBRARY_SETUP, "libmath/__init__.py": LIBRARY_INIT, "libmath/ops.py": LIBRARY_OPS,
+                        "libmath/csrc/ops.cpp": LIBRARY_CPP, "LICENSE": "MIT License\n\nPermission is hereby granted, "
+                        "free of charge, to any person obtaining a copy\n"})
+
+
+# The static registration of large extension libraries (torch_scatter, torch_cluster): one CppExtension per
+# source, each a RegisterOperators chain without schemas (torch infers them), loaded with torch.ops.load_library
+# from a loop that looks the libraries up by name; and a lookup by name through importlib.
+OPERATORS_SETUP = """\
+import glob
+import os
+
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+exts = [CppExtension(f"segs._{os.path.basename(p)[:-4]}_cpu", [p], define_macros=[("WITH_PYTHON", None)])
+        for p in sorted(glob.glob("csrc/*.cpp"))]
+setup(name="segs", packages=["segs"], ext_modules=exts, cmdclass={"build_ext": BuildExtension})
+"""
+
+OPERATORS_SUM = """\
+#ifdef WITH_PYTHON
+#include <Python.h>
+#endif
+#include <torch/script.h>
+
+#include <optional>
+
+#define SEGS_API
+
+SEGS_API torch::Tensor segment_sum(torch::Tensor src, torch::Tensor indptr, std::optional<int64_t> size) {
+  TORCH_CHECK(indptr.scalar_type() == torch::kLong, "indptr must be int64");
+  auto n = size.has_value() ? *size : indptr.numel() - 1;
+  auto out = torch::zeros({n}, src.options());
+  auto ptr = indptr.accessor<int64_t, 1>();
+  for (int64_t i = 0; i < indptr.numel() - 1; i++) out[i] = src.slice(0, ptr[i], ptr[i + 1]).sum();
+  return out;
+}
+
+static auto registry = torch::RegisterOperators()
+                           .op("segs::segment_sum", &segment_sum)
+                           .op("segs::segment_count(Tensor indptr) -> Tensor", [](torch::Tensor indptr) {
+                             return indptr.slice(0, 1) - indptr.slice(0, 0, -1);
+                           });
+"""
+
+OPERATORS_VERSION = """\
+#include <torch/script.h>
+
+int64_t segs_version() { return 7; }
+
+static auto registry = torch::RegisterOperators().op("segs::version", [] { return segs_version(); });
+"""
+
+OPERATORS_INIT = """\
+import importlib
+import os.path as osp
+
+import torch
+
+for library in ["_sum", "_version"]:
+    spec = importlib.machinery.PathFinder().find_spec(f"{library}_cpu", [osp.dirname(__file__)])
+    if spec is not None:
+        torch.ops.load_library(spec.origin)
+    else:
+        raise ImportError(f"Could not find module '{library}_cpu' in {osp.dirname(__file__)}")
+
+version = torch.ops.segs.version()
+
+from .sums import segment_sum  # noqa
+"""
+
+OPERATORS_SUMS = """\
+from typing import Optional
+
+import torch
+
+
+def segment_sum(src: torch.Tensor, indptr: torch.Tensor, size: Optional[int] = None) -> torch.Tensor:
+    return torch.ops.segs.segment_sum(src, indptr, size)
+"""
+
+
+def write_operators_project(root: Path) -> Path:
+    return write(root, {"setup.py": OPERATORS_SETUP, "csrc/sum.cpp": OPERATORS_SUM, "csrc/version.cpp": OPERATORS_VERSION,
+                        "segs/__init__.py": OPERATORS_INIT, "segs/sums.py": OPERATORS_SUMS,
+                        "LICENSE": "MIT License\n\nPermission is hereby granted, free of charge, to any person "
+                        "obtaining a copy\n"})
+
+
+# One extension, two registration styles: a pybind11 module and a TORCH_LIBRARY of its own namespace.
+MIXED_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+setup(name="mixed", packages=["mixed"],
+      ext_modules=[CppExtension("mixed._C", ["csrc/bind.cpp", "csrc/lib.cpp"])], cmdclass={"build_ext": BuildExtension})
+"""
+
+MIXED_BIND = """\
+#include <torch/extension.h>
+
+torch::Tensor scale(const torch::Tensor& x, double factor) { return x * factor; }
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale, "x times factor"); }
+"""
+
+MIXED_LIB = """\
+#include <torch/library.h>
+#include <ATen/ATen.h>
+
+at::Tensor shift(const at::Tensor& x, double s) { return x + s; }
+
+TORCH_LIBRARY(mixed, m) { m.def("shift(Tensor x, float s) -> Tensor", &shift); }
+"""
+
+MIXED_INIT = """\
+import torch
+from . import _C
+
+
+def scale(x, factor):
+    return _C.scale(x, factor)
+
+
+def shift(x, s):
+    return torch.ops.mixed.shift(x, s)
+"""
+
+
+def write_mixed_project(root: Path) -> Path:
+    return write(root, {"setup.py": MIXED_SETUP, "csrc/bind.cpp": MIXED_BIND, "csrc/lib.cpp": MIXED_LIB,
+                        "mixed/__init__.py": MIXED_INIT, "LICENSE": "MIT License\n\nPermission is hereby granted, "
+                        "free of charge, to any person obtaining a copy\n"})
+
+
+# A wrapper that finds its extension by name, building it with load() where it is not installed.
+LOOKUP_WRAPPER = """\
+import importlib
+import os
+
+import torch
+from torch.utils.cpp_extension import load
+
+_here = os.path.dirname(os.path.abspath(__file__))
+
+if importlib.util.find_spec("fastrelu_ext") is not None:
+    fastrelu_ext = importlib.import_module("fastrelu_ext")
+else:
+    fastrelu_ext = load(name="fastrelu_ext", sources=[os.path.join(_here, "relu.cpp")])
+
+try:
+    import fastrelu_ext as _again
+except ImportError:
+    _again = load(name="fastrelu_ext", sources=[os.path.join(_here, "relu.cpp")])
+
+HAVE_EXT = importlib.find_loader("fastrelu_ext") is not None
+
+
+def relu(x):
+    return fastrelu_ext.relu(x)
+"""
+
+LOOKUP_CPP = """\
+#include <torch/extension.h>
+
+torch::Tensor relu(torch::Tensor x) { return x.clamp_min(0); }
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("relu", &relu); }
+"""
+
+
+def write_lookup_project(root: Path) -> Path:
+    return write(root, {"fastrelu.py": LOOKUP_WRAPPER, "relu.cpp": LOOKUP_CPP})
+
+
+# A THC-era CUDA extension (the RoIPool/RoIAlign extensions of 2018-2020 detection code): THC headers, the THC
+# state and stream, THCudaCheck, THCCeilDiv, AT_CHECK, x.type() given to AT_DISPATCH, tensor.data<T>().
+THC_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(name="roipool", ext_modules=[CUDAExtension("roipool_ext", ["src/roi_pool.cpp", "src/roi_pool_kernel.cu"])],
+      cmdclass={"build_ext": BuildExtension})
+"""
+
+THC_CPP = """\
+#include <torch/extension.h>
+#include <THC/THC.h>
+
+extern THCState *state;
+
+at::Tensor roi_pool_forward_cuda(const at::Tensor& input, const at::Tensor& rois, int64_t pooled);
+
+#define CHECK_CUDA(x) AT_CHECK(x.type().is_cuda(), #x " must be a CUDA tensor")
+
+at::Tensor roi_pool_forward(const at::Tensor& input, const at::Tensor& rois, int64_t pooled) {
+  CHECK_CUDA(input);
+  CHECK_CUDA(rois);
+  return roi_pool_forward_cuda(input, rois, pooled);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("roi_pool_forward", &roi_pool_forward, "RoI max pooling"); }
+"""
+
+THC_CU = """\
+#include <ATen/ATen.h>
+#include <THC/THC.h>
+#include <THC/THCAtomics.cuh>
+#include <THC/THCDeviceUtils.cuh>
+
+#include <algorithm>
+
+extern THCState *state;
+
+// rois: [n, 5] (batch index, x1, y1, x2, y2); output: [n, channels, pooled, pooled], the max of each bin
+template <typename scalar_t>
+__global__ void RoIPoolForward(const int64_t nthreads, const scalar_t* bottom, const scalar_t* rois,
+                               int64_t channels, int64_t height, int64_t width, int64_t pooled, scalar_t* top) {
+  for (int64_t index = blockIdx.x * blockDim.x + threadIdx.x; index < nthreads; index += blockDim.x * gridDim.x) {
+    int64_t pw = index % pooled, ph = (index / pooled) % pooled, c = (index / pooled / pooled) % channels;
+    int64_t n = index / pooled / pooled / channels;
+    const scalar_t* roi = rois + n * 5;
+    int64_t b = static_cast<int64_t>(roi[0]);
+    int64_t x1 = round(roi[1]), y1 = round(roi[2]), x2 = round(roi[3]), y2 = round(roi[4]);
+    int64_t w = max(x2 - x1 + 1, (int64_t)1), h = max(y2 - y1 + 1, (int64_t)1);
+    int64_t hs = min(max(y1 + ph * h / pooled, (int64_t)0), height), he = min(max(y1 + ((ph + 1) * h + pooled - 1) / pooled, (int64_t)0), height);
+    int64_t ws = min(max(x1 + pw * w / pooled, (int64_t)0), width), we = min(max(x1 + ((pw + 1) * w + pooled - 1) / pooled, (int64_t)0), width);
+    scalar_t best = (he <= hs || we <= ws) ? scalar_t(0) : scalar_t(-1e30);
+    const scalar_t* plane = bottom + (b * channels + c) * height * width;
+    for (int64_t y = hs; y < he; ++y)
+      for (int64_t x = ws; x < we; ++x) best = max(best, plane[y * width + x]);
+    top[index] = best;
+  }
+}
+
+at::Tensor roi_pool_forward_cuda(const at::Tensor& input, const at::Tensor& rois, int64_t pooled) {
+  auto output = at::zeros({rois.size(0), input.size(1), pooled, pooled}, input.options());
+  int64_t count = output.numel();
+  cudaStream_t stream = THCState_getCurrentStream(state);
+  dim3 grid(std::min(THCCeilDiv(count, (int64_t)512), (int64_t)4096));
+  AT_DISPATCH_FLOATING_TYPES(input.type(), "roi_pool_forward", [&] {
+    RoIPoolForward<scalar_t><<<grid, 512, 0, stream>>>(count, input.contiguous().data<scalar_t>(),
+        rois.contiguous().data<scalar_t>(), input.size(1), input.size(2), input.size(3), pooled,
+        output.data<scalar_t>());
+  });
+  THCudaCheck(cudaGetLastError());
+  return output;
+}
+"""
+
+
+def write_thc_project(root: Path) -> Path:
+    return write(root, {"setup.py": THC_SETUP, "src/roi_pool.cpp": THC_CPP, "src/roi_pool_kernel.cu": THC_CU,
+                        "LICENSE": "MIT License\n\nPermission is hereby granted, free of charge, to any person "
+                        "obtaining a copy\n"})

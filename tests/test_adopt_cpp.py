@@ -110,3 +110,12 @@ def test_default_values_in_schema_spelling(written, value, schema):
 
 def test_a_default_that_is_an_expression_is_not_carried():
     assert types.schema_default(types.parse("double"), "kEps * 2") is None
+
+
+def test_a_comment_between_parameters_is_not_part_of_the_next_one():
+    # longcw/RoIAlign.pytorch: `torch::Tensor boxes,  // [y1,x1,y2,x2]` then `torch::Tensor box_index` on the next line
+    text = ("void forward(torch::Tensor image,\n    torch::Tensor boxes,  // [y1,x1,y2,x2]\n"
+            "    torch::Tensor box_index,  /* [n] */ const std::string& mode = \"a // b\") {}\n")
+    (decl,) = cpp.find_declarations(text, cpp.mask(text), "forward")
+    assert decl.params == ("torch::Tensor image", "torch::Tensor boxes", "torch::Tensor box_index",
+                           'const std::string& mode = "a // b"')

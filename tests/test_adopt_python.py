@@ -62,8 +62,10 @@ def test_what_cannot_be_rewritten_is_named_with_its_line():
             "y = torch.ops.pkg.op\n"
             "z = pkg._C.forward\n")
     new, findings = _rewrite(text)
-    assert {(f.code, f.line) for f in findings} == {("PA121", 3), ("PA121", 4), ("PA122", 5), ("PA122", 6)}
+    assert {(f.code, f.line) for f in findings} == {("PA121", 3), ("PA183", 4), ("PA122", 5), ("PA122", 6)}
     assert "import pkg._C\n" in new  # `pkg` is used: left as it was, the finding says why
+    # the lookup by the old name is the carried module's, relative to the package
+    assert 'found = importlib.util.find_spec(".fused_ssim_cuda", __package__)\n' in new
 
 
 def test_an_import_of_a_submodule_for_its_effect_becomes_relative():
@@ -114,3 +116,16 @@ def test_an_extension_imported_only_under_a_condition_is_not_imported_on_every_l
     conditional = "import torch\nif torch.cuda.is_available():\n    from .fused_ssim_cuda import fusedssim\n"
     assert not imports_module(conditional, "fused_ssim_cuda")  # adopt then imports it at the end of __init__
     assert imports_module("from . import _C\n", "_C") and imports_module("from .sub._C import f\n", "sub._C")
+
+
+def test_a_projects_test_calling_the_ops_by_their_namespace_calls_the_kernels():
+    # pytorch/extension-cpp's test: opcheck(torch.ops.extension_cpp.mymuladd.default, args)
+    text = ("import torch\nfrom torch.library import opcheck\nimport extension_cpp\n\n\ndef test_opcheck():\n"
+            "    opcheck(torch.ops.extension_cpp.mymuladd.default, (torch.ones(2), torch.ones(2), 1.0))\n"
+            "    torch.library.register_fake('extension_cpp::mymul')(lambda a, b: a)\n")
+    new = rewrite_tests(text, "test/test_extension.py", {"extension_cpp": "extension_cpp"},
+                        frozenset({"extension_cpp"}), "extension_cpp")
+    assert "opcheck(extension_cpp._ops.ops.mymuladd.default," in new
+    assert "torch.library.register_fake(extension_cpp._ops.add_op_namespace_prefix(\"mymul\"))" in new
+    assert "import extension_cpp\nimport extension_cpp._ops\n" in new and "torch.ops.extension_cpp" not in new
+    ast.parse(new)

@@ -193,7 +193,7 @@ def _read_def(file: str, text: str, masked: str, start: int, end: int, lookup: L
     if name in read_yaml("adopt_types.yaml")["reserved_op_names"]:
         return None, [finding("PA111", f"`{name}` cannot be an op name (torch.ops namespaces have an attribute of that "
                               "name)", file=file, line=line, hint="bind the function under another name")]
-    function = _function_of(arg_texts[1])
+    function = function_of(arg_texts[1])
     if function is None:
         kind = "a lambda" if arg_texts[1].lstrip().startswith("[") else (
             "an overload selection" if "overload_cast" in arg_texts[1] or "static_cast" in arg_texts[1] else "an expression")
@@ -201,6 +201,17 @@ def _read_def(file: str, text: str, masked: str, start: int, end: int, lookup: L
                               "cannot read", file=file, line=line,
                               hint="bind a named function (move the lambda body into one), then rerun publisher adopt")]
     doc, py_args, kw_from, problems = _extras(file, line, arg_texts[2:])
+    op, more = op_from_function(name, function, file, line, lookup, py_args=py_args, kw_from=kw_from, doc=doc)
+    return op, problems + more
+
+
+def op_from_function(name: str, function: str, file: str, line: int, lookup: Lookup, *,
+                     py_args: list[tuple[str, str | None]] = (), kw_from: int | None = None,
+                     doc: str | None = None) -> tuple[Op | None, list[Finding]]:
+    """The op `name` whose schema comes from the C++ signature of `function` (declared where `lookup`
+    finds it): the rule for pybind11's m.def and for registrations that write no schema."""
+    problems: list[Finding] = []
+    py_args = list(py_args)
     declarations = _declarations(function, lookup)
     if not declarations:
         return None, problems + [finding("PA112", f"`{name}`: no declaration of `{function}` found in {file} or the "
@@ -278,7 +289,7 @@ def _defaults_trail(args: list[OpArg]) -> list[OpArg]:
     return [replace(a, default=None) if i < last_required else a for i, a in enumerate(args)]
 
 
-def _function_of(expression: str) -> str | None:
+def function_of(expression: str) -> str | None:
     e = " ".join(expression.split())
     wrapped = re.fullmatch(r"(?:torch::)?wrap_pybind_function\s*\((.*)\)", e)
     if wrapped:
@@ -474,25 +485,40 @@ def needs_include_guard(text: str) -> bool:
     return guard_includes(text) != text
 
 
-def defs_file_text(ops: Sequence[Op], module: str, bindings: Sequence[str]) -> str:
-    """torch-ext/torch_binding.cpp: every op's schema, and the extension's Python module entry point."""
+def defs_file_text(ops: Sequence[Op], module: str, bindings: Sequence[str], *, fragment: bool = False) -> str:
+    """torch-ext/torch_binding.cpp: the schema of every op the pybind11 module(s) bound, a list of the ops the
+    author registers in their own files, and the extension's Python module entry point. `fragment`: the
+    author's files hold the namespace's TORCH_LIBRARY already (one per library), so these ops are a fragment."""
+    bound = [op for op in ops if op.registered_by == "pybind11"]
+    registered = [op for op in ops if op.registered_by != "pybind11"]
     where = ", ".join(bindings)
-    lines = [
-        f"// Written by {MARKER} from the pybind11 module `{module}` ({where}).",
-        "// Each op's schema comes from the C++ signature of the function the module bound; the",
-        f"// kernels are registered beside the module, in {where} (TORCH_LIBRARY_IMPL_EXPAND).",
-        "// Rerun `publisher adopt` after changing what the module binds.",
-        "#include <torch/library.h>",
-        "",
-        '#include "registration.h"',
-        "",
-        "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {",
-    ]
-    for op in ops:
-        note = f"  // {op.file}:{op.line}" + (f": {_short(op.doc, 80)}" if op.doc else "")
-        lines.append(note)
-        lines.append(f'  ops.def("{_escape(op.schema())}");')
-    lines += ["}", "", "REGISTER_EXTENSION(TORCH_EXTENSION_NAME)", ""]
+    lines = []
+    if bound:
+        lines += [
+            f"// Written by {MARKER} from the pybind11 module `{module}` ({where}).",
+            "// Each op's schema comes from the C++ signature of the function the module bound; the",
+            f"// kernels are registered beside the module, in {where} (TORCH_LIBRARY_IMPL_EXPAND).",
+        ]
+    else:
+        lines.append(f"// Written by {MARKER} for the extension `{module}`: its Python module entry point.")
+    if registered:
+        files = sorted({op.file for op in registered})
+        lines += [f"// The ops {', '.join(sorted({op.name for op in registered}))} are registered where the author "
+                  f"registers them ({', '.join(files)}),", "// under the kernel's own namespace."]
+    lines.append("// Rerun `publisher adopt` after changing what the module binds or registers.")
+    if bound:
+        lines += ["#include <torch/library.h>", ""]
+    lines += ['#include "registration.h"', ""]
+    if bound:
+        head = "TORCH_LIBRARY_FRAGMENT(TORCH_EXTENSION_NAME, ops) {" if fragment else \
+            "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {"
+        lines.append(head)
+        for op in bound:
+            note = f"  // {op.file}:{op.line}" + (f": {_short(op.doc, 80)}" if op.doc else "")
+            lines.append(note)
+            lines.append(f'  ops.def("{_escape(op.schema())}");')
+        lines += ["}", ""]
+    lines += ["REGISTER_EXTENSION(TORCH_EXTENSION_NAME)", ""]
     return "\n".join(lines)
 
 

@@ -135,6 +135,7 @@ def statements(masked: str, start: int, end: int) -> Iterator[tuple[str, int, in
 _SPECIFIERS = {"static", "inline", "extern", "constexpr", "virtual", "explicit", "friend", "TORCH_API", "C10_EXPORT",
                "__host__", "__device__", "__forceinline__", "__inline__", "C10_API", "TORCH_CUDA_CPP_API",
                "__attribute__", "[[nodiscard]]", "[[maybe_unused]]", "noinline", "__global__", "CUDA_CALLABLE"}
+_EXPORT_MACRO = re.compile(r"[A-Z][A-Z0-9]*_(?:API|EXPORT|EXPORTS|CALLABLE|INLINE|HOST|DEVICE|HOST_DEVICE)")  # SCATTER_API
 _NAMESPACE_OPEN = re.compile(r"(?:\binline\s+)?\bnamespace\s*([\w:]*)\s*\{$")
 _EXTERN_OPEN = re.compile(r'\bextern\s*"\s*"\s*\{$')  # extern "C" {, its literal blanked by mask()
 
@@ -186,6 +187,7 @@ def enclosing(blocks: list[tuple[int, int, str | None]], offset: int) -> list[st
 def find_declarations(text: str, masked: str, name: str) -> list[Declaration]:
     """Every namespace-scope declaration or definition of the function `name` (unqualified) in `text`."""
     blocks = scopes(masked)
+    uncommented = mask(text, strings=False)
     found: list[Declaration] = []
     for m in re.finditer(r"(?<![\w.:>])(?:~)?" + re.escape(name) + r"\s*\(", masked):
         if masked[m.start() - 1: m.start()] == ">" or _preceded_by_member_access(masked, m.start()):
@@ -211,7 +213,8 @@ def find_declarations(text: str, masked: str, name: str) -> list[Declaration]:
         if not return_type or return_type in ("else", "new", "delete", "throw", "case", "goto", "sizeof"):
             continue
         namespace = tuple(k for k in kinds if k not in ("extern",))
-        params = tuple(text[a:b].strip() for a, b in split_top(masked, params_open + 1, params_end - 1))
+        # as written, less comments (`torch::Tensor boxes,  // [y1,x1,y2,x2]` ends a line before the next one)
+        params = tuple(" ".join(uncommented[a:b].split()) for a, b in split_top(masked, params_open + 1, params_end - 1))
         if params == ("",) or params == ("void",):
             params = ()
         found.append(Declaration(name, namespace, _squash(return_type), params, specifiers, m.start(),
@@ -263,7 +266,7 @@ def _split_head(head: str) -> tuple[tuple[str, ...], str]:
     rest = re.sub(r"__attribute__\s*\(\(.*?\)\)", " ", rest)
     rest = re.sub(r"\[\[[^\]]*\]\]", " ", rest)
     words = rest.split()
-    while words and (words[0] in _SPECIFIERS or words[0] == "extern"):
+    while len(words) > 1 and (words[0] in _SPECIFIERS or words[0] == "extern" or _EXPORT_MACRO.fullmatch(words[0])):
         specifiers.append(words.pop(0))
     return tuple(specifiers), " ".join(words)
 

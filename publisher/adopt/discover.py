@@ -164,9 +164,8 @@ def _read_setup(root: Path, existing: Existing, scratch: Path) -> Discovery:
                                     hint="what the script decides from the toolkit's version (flags, architectures) "
                                          "is recorded for that version"))
         if recorded.get("error"):
-            raise ProjectError(f"{script}: running it with recorders failed: {recorded['error']}",
-                               "make setup.py declare its extensions without building anything, or pass the sources "
-                               "by hand in a build.toml") from None
+            raise SetupNotRun(f"{script}: running it with recorders failed", _setup_failure(root, base, recorded)) \
+                from None
         setup = recorded.get("setup")
         if not setup:
             raise ProjectError(f"{script}: ran, but never called setup()", "call setuptools.setup(...)") from None
@@ -202,27 +201,73 @@ def _ext_record(call: Call) -> tuple:
     return call.kind, name, srcs, kwargs, call.line
 
 
+class SetupNotRun(ProjectError):
+    """setup.py could not be run with recorders; `findings` say where and what it needed (PA106, PA107)."""
+
+    def __init__(self, message: str, findings: list[Finding]):
+        super().__init__(message)
+        self.findings = tuple(findings)
+
+
 def _execute(root: Path, scratch: Path) -> tuple[dict, Path]:
-    """Run setup.py with recorders in a copy of the project under `scratch`; (records, the copy's root)."""
+    """Run setup.py with recorders in a copy of the project under `scratch`; (records, the copy's root).
+    The recorder runs from a folder of its own: python puts a script's folder first on sys.path, and a file
+    beside the recorder named like a standard-library module would shadow that module."""
     copy = scratch / "project"
     _copy_project(root, copy)
+    recorder = scratch / "recorder" / RECORDER.name
+    recorder.parent.mkdir()
+    shutil.copyfile(RECORDER, recorder)
     out = scratch / "records.json"
     env = dict(os.environ)
     env.update({"PYTHONDONTWRITEBYTECODE": "1", "FORCE_CUDA": "1", "PIP_NO_INDEX": "1",
                 "no_proxy": "", "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"})
-    result = runner.run([sys.executable, str(RECORDER), str(out), "setup.py", str(facts()["recorded_cuda_version"])],
+    result = runner.run([sys.executable, str(recorder), str(out), "setup.py", str(facts()["recorded_cuda_version"])],
                         cwd=copy, env=env, timeout=EXEC_TIMEOUT)
     if result.timed_out:
-        raise ProjectError(f"{root / 'setup.py'}: still running after {int(EXEC_TIMEOUT)} s with recorders",
-                           "make setup.py declare its extensions without long work at import time")
+        raise SetupNotRun(f"{root / 'setup.py'}: still running after {int(EXEC_TIMEOUT)} s with recorders", [finding(
+            "PA106", f"setup.py was still running after {int(EXEC_TIMEOUT)} s with recorders (nothing is compiled "
+            "there: it works at import time)", file=str(root / "setup.py"),
+            hint="make setup.py declare its extensions without long work at import time")])
     try:
         records = json.loads(out.read_text())
     except (OSError, ValueError):
         tail = result.output.strip().splitlines()[-3:]
-        raise ProjectError(f"{root / 'setup.py'}: running it with recorders gave no answer"
-                           + (f" ({' / '.join(tail)})" if tail else ""),
-                           "run `python setup.py --help` to see whether it starts at all") from None
+        raise SetupNotRun(f"{root / 'setup.py'}: running it with recorders gave no answer", [finding(
+            "PA106", f"setup.py could not be run with recorders by {sys.executable}"
+            + (f" ({' / '.join(tail)})" if tail else ""), file=str(root / "setup.py"),
+            hint="run `python setup.py --help` with that Python to see whether it starts at all")]) from None
     return records, copy.resolve()
+
+
+def _setup_failure(root: Path, copy: Path, recorded: dict) -> list[Finding]:
+    """What setup.py needed, where it stopped: a module it imports that this Python lacks, a project file
+    shadowing a standard-library module, or the error itself."""
+    script = str(root / "setup.py")
+    line = recorded.get("error_line")
+    missing = recorded.get("missing")
+    module_file = recorded.get("module_file") or ""
+    out: list[Finding] = []
+    shadows = sorted(p.name for p in root.iterdir() if (p.suffix == ".py" and p.stem in _stdlib_names()
+                     or p.is_dir() and p.name in _stdlib_names() and (p / "__init__.py").is_file()))
+    for name in shadows:
+        out.append(finding("PA107", f"{name} has the name of the standard-library module `{Path(name).stem}`: where "
+                           "setup.py runs, its folder is first on sys.path, and this file is imported in its place",
+                           file=str(root / name), hint="rename it (and its imports)"))
+    if missing and not module_file.startswith(str(copy)):
+        out.append(finding("PA106", f"setup.py needs the module `{missing}`, which the Python running publisher "
+                           f"({sys.executable}) does not have ({recorded['error']})", file=script, line=line,
+                           hint=f"install what provides `{missing}` into that Python, or run publisher from the "
+                                "environment the project builds in"))
+    else:
+        out.append(finding("PA106", f"setup.py failed when run with recorders: {recorded['error']}", file=script,
+                           line=line, hint="make setup.py declare its extensions without building anything (or "
+                                           "name the sources in a build.toml by hand)"))
+    return out
+
+
+def _stdlib_names() -> frozenset[str]:
+    return frozenset(getattr(sys, "stdlib_module_names", ())) - {"__future__"}
 
 
 def _copy_project(root: Path, dest: Path) -> None:

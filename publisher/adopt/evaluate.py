@@ -155,10 +155,12 @@ class Evaluator:
                     self._block(stmt.body, scope)
                 self._block(stmt.orelse, scope)
         elif isinstance(stmt, ast.Try):
-            try:
-                self._block(stmt.body, scope)
-            except NeedsExecution:
-                raise
+            self._block(stmt.body, scope)
+            for handler in stmt.handlers:
+                if _catches_import_error(handler):
+                    # `try: import ext / except ImportError: ext = load(...)`: where the module is not installed,
+                    # the handler builds it -- the extension this script declares
+                    self._block(handler.body, scope)
             self._block(stmt.finalbody, scope)
         elif isinstance(stmt, ast.With):
             self._mark_assigned(stmt, scope, Unknown("set inside a with block", stmt.lineno))
@@ -180,7 +182,13 @@ class Evaluator:
                 scope[name.id] = why
 
     def _unknown_branches(self, stmt: ast.If, scope: dict, test: Unknown) -> None:
-        """An `if` whose test is unknown: fine unless a branch records an extension or setup()."""
+        """An `if` whose test is unknown: fine unless a branch records an extension or setup(). A test that looks a
+        module up by name (`importlib.util.find_spec("ext") is None`) chooses between importing the extension
+        and building it with load(): the same extension either way, so both branches are read."""
+        if _looks_up_a_module(stmt.test):
+            self._block(stmt.body, scope)
+            self._block(stmt.orelse, scope)
+            return
         for branch in (stmt.body, stmt.orelse):
             for node in ast.walk(ast.Module(body=branch, type_ignores=[])):
                 if isinstance(node, ast.Call) and self._records(node, scope):
@@ -741,3 +749,21 @@ _BUILTINS: dict[str, Callable] = {
     "all": lambda e, a, k: all(a[0]),
     "range": lambda e, a, k: range(*a),
 }
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(n is None or isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError", "OSError",
+                                                                 "Exception") for n in names)
+
+
+def _looks_up_a_module(test: ast.expr) -> bool:
+    """Whether an `if` test looks a module up by a literal name (find_spec, find_loader, import_module)."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and \
+                isinstance(node.args[0].value, str):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in ("find_spec", "find_loader", "import_module"):
+                return True
+    return False

@@ -99,8 +99,21 @@ class Op:
     file: str
     line: int
     return_alias: str | None = None  # a returned `Tensor&`: the alias set of the argument it returns
+    # the author's own registration (TORCH_LIBRARY, RegisterOperators): the schema as written, without the
+    # namespace ("mymuladd(Tensor a, Tensor b, float c) -> Tensor"); None where adopt derives it
+    written: str | None = None
+    registered_by: str = "pybind11"  # pybind11 (adopt registers it) or library (the author's own registration)
+    known: bool = True  # False: torch infers the schema when it registers the op (a lambda adopt cannot read)
+
+    @property
+    def overload(self) -> str:
+        """The overload name of a written schema (`foo.out(...)` -> `out`); "" for the default one."""
+        head = (self.written or "").split("(", 1)[0]
+        return head.split(".", 1)[1] if "." in head else ""
 
     def schema(self) -> str:
+        if self.written is not None:
+            return self.written
         parts: list[str] = []
         alias = iter("abcdefghijklmnopqrstuvwxyz")
         letters: dict[str, str] = {}

@@ -24,6 +24,7 @@ from publisher.adopt import (
     enclose,
     flags,
     inputs,
+    library,
     naming,
     project_tests,
     python,
@@ -44,7 +45,8 @@ from publisher.adopt.model import (
 )
 from publisher.codes import finding
 from publisher.errors import ProjectError
-from publisher.findings import Finding
+from publisher.findings import Finding, Severity
+from publisher.project import removed_apis
 from publisher.project.abi3 import TRANSLATION_UNITS
 
 DEFS_FILES = ("torch-ext/torch_binding.cpp", "torch-ext/torch_ops.cpp")
@@ -95,7 +97,7 @@ class _Planner:
     def original(self, rel: str) -> str | None:
         """The file as the author wrote it: adopt's guards read through."""
         text = self.read(rel)
-        return binding.unport(text) if text is not None else None
+        return binding.unport(library.unport(text)) if text is not None else None
 
     def change(self, rel: str, new: str, what: str) -> None:
         old = self.read(rel)
@@ -129,28 +131,46 @@ class _Planner:
         python_name = name.value.replace("-", "_")
         self.notes.append(f"name {name.value} (from {name.source}); Python package {python_name}")
         defs_path = self._defs_path([s for e in exts for s in e.sources])
+        self._read_libraries(exts, self._python_namespaces(main_pkg))
         ops_by_ext: dict[str, list[Op]] = {}
         kernels: list[buildtoml.KernelTable] = []
         for ext in exts:
             ops, bindings = self._port_extension(ext, defs_path)
             ops_by_ext[ext.module] = ops
             kernels.append(self._kernel_table(ext, python_name, len(exts), defs_path))
-        kernels += self._cpu_in_gpu_variants(exts, kernels, backends)
+        kernels += self._cpu_in_gpu_variants(exts, kernels, backends, ops_by_ext)
         all_ops = self._unique_ops(ops_by_ext)
-        if all_ops:
-            module_label = ", ".join(e.module for e in exts)
-            self.change(defs_path, binding.defs_file_text(all_ops, module_label, self._binding_files(exts)),
-                        f"the torch ops ({len(all_ops)}) that replace the pybind11 module")
+        module_label = ", ".join(e.module for e in exts)
+        fragment = self._library_file is not None
+        self.change(defs_path, binding.defs_file_text(all_ops, module_label, self._binding_files(exts),
+                                                      fragment=fragment),
+                    f"the torch ops ({len(all_ops)}) of the kernel: their schemas, and the module's entry point")
         license_, version = self._license_version()
         repo_id = self.settings.repo_id or d.existing.repo_id
         origin = " and ".join(f"the {self._ext_kind(e)} `{e.module}` ({e.origin})" for e in exts)
         self.change("build.toml", buildtoml.render(buildtoml.BuildToml(
             route=d.route, origin=origin, name=name.value, version=version, license=license_, backends=backends,
             torch_src=(defs_path,), kernels=tuple(kernels), repo_id=repo_id)), "the kernel-builder build file")
+        self._listed_files_exist()
         access = self._python(exts, ops_by_ext, main_pkg, python_name)
-        self._tests(name.value, python_name, version, repo_id, backends, all_ops, access, exts)
+        self._tests(name.value, python_name, version, repo_id, backends, _testable(all_ops), access, exts)
         return AdoptPlan(d, name.value, python_name, backends, tuple(all_ops), tuple(self.changes.values()),
                          tuple(self.findings), tuple(self.notes))
+
+    def _listed_files_exist(self) -> None:
+        """build.toml names only files the project has or adopt writes (a refusal elsewhere never leaves a
+        build.toml naming a file nobody wrote): otherwise build.toml is not written, and the finding says which."""
+        data = tomllib.loads(self.changes["build.toml"].new)
+        listed = list((data.get("torch") or {}).get("src") or [])
+        for kernel in (data.get("kernel") or {}).values():
+            listed += list(kernel.get("src") or [])
+        missing = [rel for rel in dict.fromkeys(listed) if rel not in self.changes and not (self.root / rel).is_file()]
+        if missing:
+            del self.changes["build.toml"]
+            self.findings.append(finding(
+                "PA175", f"build.toml would name {', '.join(missing)}, which neither the project has nor adopt writes; "
+                "build.toml is not written", file=str(self.root / "build.toml"),
+                hint="fix what the findings above name, then rerun publisher adopt"))
 
     def _ext_kind(self, ext: Extension) -> str:
         if ext.inline_sources:
@@ -205,39 +225,101 @@ class _Planner:
             if found is not None:
                 bindings.append(found)
                 self.findings += found.findings
-        if not bindings:
+        files = [*units, *sources.project_headers(self.root, units, ext.include_dirs)]
+        libraries = [self._libraries[rel] for rel in files if rel in self._libraries]
+        if not bindings and not any(lib.ops or lib.heads for lib in libraries):
             self._no_binding(ext, units)
-        ops = [op for b in bindings for op in b.ops]
-        for b in bindings:
-            self.change(b.file, binding.port_binding(b, (ext.backend,), defs_path),
-                        f"the pybind11 module guarded; {len(b.ops)} op kernel(s) registered beside it")
-        ported = {b.file for b in bindings}
-        for rel in [*units, *sources.project_headers(self.root, units, ext.include_dirs)]:
-            if rel in ported:
-                continue
+        ops = [op for b in bindings for op in b.ops] + [op for lib in libraries for op in lib.ops]
+        ported = {b.file: b for b in bindings}
+        for rel in files:
             text = self.original(rel)
             if text is None:
                 continue
-            guarded = binding.guard_includes(text)
-            if guarded != text or self.read(rel) != text:
-                self.change(rel, guarded, "pybind11 includes guarded (they do not compile against the limited API)")
+            new, what = text, []
+            if rel in ported:
+                new = binding.port_binding(ported[rel], (ext.backend,), defs_path)
+                what.append(f"the pybind11 module guarded; {len(ported[rel].ops)} op kernel(s) registered beside it")
+            if rel in self._libraries:
+                registered = library.port(new, self._libraries[rel], self._namespaces, rel == self._library_file)
+                if registered != new:
+                    what.append("its op registrations under the kernel's own namespace (the author's kept for their "
+                                "build)")
+                new = registered
+            guarded = binding.guard_includes(new)
+            if guarded != new and rel not in ported:
+                what.append("pybind11 includes guarded (they do not compile against the limited API)")
+            new = self._port_removed_apis(rel, guarded, what)
+            if new != text or self.read(rel) != text:
+                self.change(rel, new, "; ".join(what))
         return ops, bindings
 
+    def _port_removed_apis(self, rel: str, text: str, what: list[str]) -> str:
+        """`text` with the torch C++ APIs torch removed (or deprecated) replaced where the replacement is exact
+        (project/removed_apis.py: THCudaCheck -> C10_CUDA_CHECK, AT_CHECK -> TORCH_CHECK, .data<T>() ->
+        .data_ptr<T>(), ...); each use left is a finding with its fix, an error where no torch publisher builds
+        for compiles it."""
+        if not removed_apis.is_source(PurePosixPath(rel)):
+            return text
+        ported = removed_apis.port_text(text, rel)
+        if ported.ported:
+            names = sorted({u.api.name for u in ported.ported})
+            what.append(f"removed torch APIs ported ({'; '.join(names)})")
+            self.findings.append(finding(
+                "PA181", f"{len(ported.ported)} use(s) of torch C++ APIs torch removed or deprecated, ported to their "
+                f"exact replacement: {'; '.join(names)}", file=rel, line=ported.ported[0].line,
+                hint="read the diff (--dry-run); the author's build compiles the new text too"))
+        versions = _matrix_torch_versions()
+        for use in ported.left:
+            blocking = removed_apis.blocks(use.api, versions)
+            when = (f"removed in torch {use.api.removed_in}" if use.api.removed_in
+                    else f"deprecated since torch {use.api.deprecated_in}")
+            self.findings.append(finding(
+                "PA182", f"`{use.text}`: {use.api.name}, {when}" + ("" if blocking else "; still compiles"),
+                file=rel, line=use.line, hint=use.fix() + f" ({use.api.reference})",
+                severity=None if blocking else Severity.WARNING))
+        return ported.text
+
+    def _python_namespaces(self, main_pkg: PythonPackage | None) -> set[str]:
+        """The op namespaces the project's Python code defines ops in (torch.library.custom_op("ns::op"), ...)."""
+        files = [f"{main_pkg.path}/{rel}" for rel in sources.walk(self.root / main_pkg.path, (".py",))] if main_pkg else []
+        return {ns for rel in [*files, *self.d.wrappers] for ns in python.defined_namespaces(self.original(rel) or "")}
+
+    def _read_libraries(self, exts: Sequence[Extension], python_namespaces: set[str]) -> None:
+        """The op registrations (TORCH_LIBRARY, RegisterOperators) of every source and project header, the
+        namespaces they (and the project's Python code) define ops in, and the one file whose TORCH_LIBRARY stays
+        one (TORCH_LIBRARY_EXPAND)."""
+        self._libraries: dict[str, library.LibraryFile] = {}
+        for ext in exts:
+            if ext.inline_sources:
+                continue
+            defines = (*ext.defines, *_flag_defines(ext.cxx_flags), *_build_defines(ext.backend))
+            units = [s for s in ext.sources if s.endswith(TRANSLATION_UNITS)]
+            for rel in [*units, *sources.project_headers(self.root, units, ext.include_dirs)]:
+                text = self.original(rel)
+                if rel in self._libraries or text is None or not library.has_registrations(text):
+                    continue
+                found = library.read_library(rel, text, self.lookup(rel, text, ext.include_dirs), defines)
+                if found is not None:
+                    self._libraries[rel] = found
+                    self.findings += found.findings
+        self._namespaces = {ns for lib in self._libraries.values() for ns in lib.namespaces} | python_namespaces
+        owners = sorted(rel for rel, lib in self._libraries.items()
+                        if any(h.macro == "TORCH_LIBRARY" and h.namespace in self._namespaces for h in lib.heads))
+        self._library_file = owners[0] if owners else None
+        if self._namespaces:
+            where = sorted(self._libraries)
+            self.findings.append(finding(
+                "PA173", f"ops registered under the namespace(s) {', '.join(sorted(self._namespaces))}"
+                + (f" ({', '.join(where)})" if where else "") + ": registered under the kernel's own namespace in "
+                "kernel-builder builds, and the Python code's torch.ops and torch.library names ported to match",
+                file=where[0] if where else None, hint="two builds of the kernel now load side by side"))
+
     def _no_binding(self, ext: Extension, units: Sequence[str]) -> None:
-        for src in units:
-            text = self.original(src) or ""
-            m = re.search(r"\bTORCH_LIBRARY\s*\(\s*(\w+)", cpp.mask(text))
-            if m:
-                self.findings.append(finding(
-                    "PA111", f"`{ext.module}` registers its ops with TORCH_LIBRARY({m.group(1)}, ...), under a fixed "
-                    "namespace, not through pybind11: nothing for adopt to port", file=src,
-                    line=cpp.line_of(text, m.start()),
-                    hint="use TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ...) from registration.h and the ops from the "
-                         "package's _ops module (`ops.<name>`, add_op_namespace_prefix)"))
-                return
-        self.findings.append(finding("PA111", f"`{ext.module}`: no PYBIND11_MODULE in its sources "
-                                     f"({', '.join(units) or 'none'})", file=ext.origin, line=ext.line,
-                                     hint="bind its functions with PYBIND11_MODULE, or register torch ops by hand"))
+        self.findings.append(finding("PA111", f"`{ext.module}`: no PYBIND11_MODULE and no op registration "
+                                     f"(TORCH_LIBRARY, RegisterOperators) in its sources ({', '.join(units) or 'none'})",
+                                     file=ext.origin, line=ext.line,
+                                     hint="bind its functions with PYBIND11_MODULE, or register torch ops with "
+                                          "TORCH_LIBRARY"))
 
     def _port_inline(self, ext: Extension, defines: Sequence[str], defs_path: str) -> list[Op]:
         texts = dict(ext.inline_sources)
@@ -262,15 +344,22 @@ class _Planner:
         return ops
 
     def _cpu_in_gpu_variants(self, exts: Sequence[Extension], tables: Sequence[buildtoml.KernelTable],
-                             backends: Sequence[str]) -> list[buildtoml.KernelTable]:
+                             backends: Sequence[str], ops_by_ext: dict[str, list[Op]]) -> list[buildtoml.KernelTable]:
         """A project with a CPU extension beside a CUDA one (torchsort: isotonic_cpu and isotonic_cuda, the
         same functions) has both on a CUDA machine. kernel-builder compiles a variant from its backend's
         kernels only, so the CPU extension's sources are listed again as a kernel of each GPU backend: the
-        cuda variant registers the CPU kernels too, as the original module did."""
+        cuda variant registers the CPU kernels too, as the original module did. Not so where the CPU
+        extension registers its ops itself (TORCH_LIBRARY, RegisterOperators) and a GPU extension registers
+        them all too (torch_scatter's _scatter_cpu and _scatter_cuda): the original loaded one of the two,
+        and in one library the second registration of an op is an error."""
         gpu = [b for b in backends if b != "cpu"]
+        on_gpu = {op.name for e in exts if e.backend != "cpu" for op in ops_by_ext.get(e.module, [])}
         out = []
         for ext, table in zip(exts, tables, strict=True):
             if ext.backend != "cpu" or ext.inline_sources:
+                continue
+            own = ops_by_ext.get(ext.module, [])
+            if own and all(op.registered_by == "library" and op.name in on_gpu for op in own):
                 continue
             for backend in gpu:
                 name = f"{table.name}_{backend}"
@@ -320,6 +409,12 @@ class _Planner:
             for op in ops:
                 if op.name in seen and seen[op.name].schema() == op.schema():
                     continue  # the same function of another backend's extension: one op, a kernel per backend
+                if op.name in seen and "library" in (op.registered_by, seen[op.name].registered_by):
+                    self.findings.append(finding(
+                        "PA174", f"`{op.name}` is defined twice ({seen[op.name].file}:{seen[op.name].line} and "
+                        f"{op.file}:{op.line}): one kernel has one op of a name", file=op.file, line=op.line,
+                        hint="rename one (and its callers)"))
+                    continue
                 if op.name in seen:
                     self.findings.append(finding("PA112", f"`{op.name}` is bound by two extensions ({module} and "
                                                  f"another) with different signatures ({seen[op.name].schema()} and "
@@ -420,7 +515,7 @@ class _Planner:
                 if text is None or (PurePosixPath(rel).name == "_ops.py"):
                     continue
                 depth = len(PurePosixPath(rel).parts) - 1
-                ctx = python.ImportContext(inside, old_package, depth)
+                ctx = python.ImportContext(inside, old_package, depth, frozenset(self._namespaces))
                 new, problems = python.rewrite(text, source, ctx, loads, self._sites(source))
                 self.findings += problems
                 if rel == "__init__.py":
@@ -436,8 +531,9 @@ class _Planner:
                                              file=rel))
                 continue
             text = self.original(rel) or ""
-            new, problems = python.rewrite(text, rel, python.ImportContext(inside, old_package, 0), loads,
-                                           self._sites(rel))
+            new, problems = python.rewrite(text, rel, python.ImportContext(inside, old_package, 0,
+                                                                           frozenset(self._namespaces)),
+                                           loads, self._sites(rel))
             self.findings += problems
             self.change(target, new, f"carried from {rel}, imports rewritten")
             planned.add(target)
@@ -452,21 +548,30 @@ class _Planner:
                     access[op.name] = "_ops.ops"
                 continue
             target = f"{pkg_dir}/{path.replace('.', '/')}.py"
+            if not any(op.registered_by == "pybind11" for op in ops) and not ext.inline_sources:
+                for op in ops:
+                    access[op.name] = "_ops.ops"
+                if not self._imported(ext, planned):
+                    continue  # its library registers the ops itself and nothing imports it by name: no module
             if target in planned:
                 self.findings.append(finding("PA121", f"the package already has a module {path}; the ops of "
                                              f"`{ext.module}` are not given one", file=target))
                 continue
             functions = [f for f, _ in ext.inline_functions] or None
-            self.change(target, python.alias_module(ext.module, ops, path.count("."), functions),
+            bound = [op for op in ops if op.registered_by == "pybind11"]  # the module's functions
+            self.change(target, python.alias_module(ext.module, bound, path.count("."), functions),
                         f"the former extension module `{ext.module}`: its functions, now torch ops")
             planned.add(target)
-            modules.append((path, [op.name for op in ops]))
-            for op in ops:
+            modules.append((path, [op.name for op in bound]))
+            for op in bound:
                 access[op.name] = path
         if carried_init is not None:
             text = self.changes[carried_init].new
             additions = [f"from .{p.rpartition('.')[0]} import {p.rpartition('.')[2]}" for p, _ in modules
                          if not python.imports_module(text, p)]
+            if not modules and not python.imports_module(text, python.OPS_MODULE) and \
+                    not re.search(rf"^from \.{python.OPS_MODULE} import", text, re.M):
+                additions.append(f"from . import {python.OPS_MODULE}  # noqa: F401  loads the kernel's library")
             additions += [f"from . import {w}" for w in wrapper_names if not re.search(
                 rf"^\s*from\s+\.\s+import\s+.*\b{re.escape(w)}\b", text, re.M)]
             if additions:
@@ -486,6 +591,12 @@ class _Planner:
                         for f in functions:
                             access[f] = ""
         return access
+
+    def _imported(self, ext: Extension, planned: set[str]) -> bool:
+        """Whether a carried module imports the extension module by name (extension-cpp: `from . import _C`)."""
+        leaf = re.escape(ext.leaf)
+        pattern = re.compile(rf"^\s*(?:from\s+\S+\s+)?import\s+[^\n]*\b{leaf}\b|^\s*from\s+\S*\b{leaf}\s+import", re.M)
+        return any(pattern.search(self.changes[t].new) for t in planned if t in self.changes)
 
     def _sites(self, rel: str) -> dict[int, str]:
         return {line: module for file, line, module in self.d.load_sites if file == rel}
@@ -546,7 +657,8 @@ class _Planner:
         reaches = False
         for test in tests:
             text = self.original(test.source) or ""
-            new = python.rewrite_tests(text, test.target, moved) if test.target.endswith(".py") and moved else text
+            new = python.rewrite_tests(text, test.target, moved, frozenset(self._namespaces), python_name) \
+                if test.target.endswith(".py") and (moved or self._namespaces) else text
             if new != text or test.source != test.target:
                 where = "" if test.source == test.target else f", carried from {test.source} into tests/ (where " \
                     "`publisher test` and kernel-builder's CI run `pytest tests`)"
@@ -661,7 +773,7 @@ class _Planner:
                     "build.toml: edition 5, a kernel name, the ported binding")
         access = self._layout_python(old_python, python_name)
         access.update({op.name: "_ops.ops" for op in ops if op.name not in access})
-        self._tests(name.value, python_name, version, repo_id, backends, ops, access, d.extensions)
+        self._tests(name.value, python_name, version, repo_id, backends, _testable(ops), access, d.extensions)
         return AdoptPlan(d, name.value, python_name, backends, tuple(ops), tuple(self.changes.values()),
                          tuple(self.findings), tuple(self.notes))
 
@@ -685,6 +797,20 @@ class _Planner:
                 self.change(target, new, "the package's own module, imports rewritten"
                             + ("" if source == target else f" (from {source})"))
         return {}
+
+
+def _testable(ops: Sequence[Op]) -> list[Op]:
+    """The ops the written tests can call by name with inputs of known types: a known schema, the default
+    overload (`ops.foo`, not `ops.foo.out`)."""
+    return [op for op in ops if op.known and not op.overload]
+
+
+@cache
+def _matrix_torch_versions() -> tuple[str, ...]:
+    """The torch releases of publisher's default matrix (what a removed API must compile with)."""
+    from publisher.plan.matrix import load_matrix
+
+    return tuple(sorted({cell.torch for cell in load_matrix().cells}))
 
 
 def _outdated(capabilities: Sequence[str]) -> list[str]:

@@ -18,7 +18,10 @@ from publisher.findings import Finding
 
 OPS_MODULE = "_ops"  # the module kernel-builder's build writes: `ops`, `add_op_namespace_prefix`
 _LIBRARY_CALLS = ("custom_op", "register_fake", "register_autograd", "define", "impl", "register_kernel", "Library",
-                  "impl_abstract", "register_torch_dispatch", "register_vmap")
+                  "impl_abstract", "register_torch_dispatch", "register_vmap", "register_autocast", "triton_op",
+                  "get_kernel", "opcheck")
+_LOOKUPS = ("import_module", "find_spec", "find_loader")  # calls that find a module by its name
+_OPS_NAMES = ("ops", "_kernel_ops")  # the name the kernel's ops get in a carried file: the first one it does not use
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,8 @@ class ImportContext:
     extensions: dict[str, str]  # old module name -> its module path inside the package ("fused_ssim_cuda", "sub._C")
     package: str | None  # the package's old import name (absolute self-imports become relative)
     depth: int  # how many folders the file is below the package root
+    # op namespaces the project registers its ops in (TORCH_LIBRARY, torch.library.custom_op, ...): the kernel's own now
+    namespaces: frozenset[str] = frozenset()
 
 
 def _dots(ctx: ImportContext) -> str:
@@ -110,18 +115,217 @@ def rewrite(text: str, file: str, ctx: ImportContext, loads: dict[str, str],
                                         file=file, line=node.lineno, hint="import the module from the package instead"))
         elif isinstance(node, ast.Call):
             findings += _dynamic_lookup(node, ctx, file)
-            findings += _fixed_namespace(node, file)
+            if not ctx.namespaces:
+                findings += _fixed_namespace(node, file)
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_load(node.value):
             findings.append(finding("PA121", "a load() call whose result is not kept", file=file, line=node.lineno))
+    spans: list[tuple[int, int, int, int, str]] = []
+    lookups = _lookups(tree, ctx, file, spans, findings)
+    loading = _library_loads(tree, ctx, lines, edits, findings, file)
+    name = next(n for n in _OPS_NAMES if n not in _bound_names(tree)) if ctx.namespaces else "ops"
+    ops_used, prefix_used = _namespace_spans(tree, ctx.namespaces, name, "add_op_namespace_prefix", spans)
+    if not ctx.namespaces:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _fixed_ops(node) is not None and \
+                    node.attr not in ("aten", "prims", "higher_order", "load_library", "import_module"):
+                findings.append(finding("PA122", f"`torch.ops.{node.attr}` names a fixed op namespace; the kernel's ops "
+                                        "live under its own (`ops` from the package's _ops module)", file=file,
+                                        line=node.lineno, hint="use `from ._ops import ops` and `ops.<name>`"))
+                break
+    text = _apply(_spliced(lines, spans, edits), edits)
+    imports = []
+    if ops_used or prefix_used:
+        wanted = ([f"ops as {name}" if name != "ops" else "ops"] if ops_used else []) + \
+                 (["add_op_namespace_prefix"] if prefix_used else [])
+        imports.append(f"from {_dots(ctx)}{OPS_MODULE} import {', '.join(wanted)}")
+    if loading and not ops_used and not prefix_used:
+        imports.append(f"from {_dots(ctx)} import {OPS_MODULE}  # noqa: F401  loads the kernel's library")
+    if lookups and not _imports_importlib_util(tree):
+        imports.append("import importlib.util")
+    return _add_imports(text, imports), findings
+
+
+def _bound_names(tree: ast.Module) -> set[str]:
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and \
-                isinstance(node.value.value, ast.Name) and node.value.value.id == "torch" and node.value.attr == "ops" and \
-                node.attr not in ("aten", "prims", "higher_order", "load_library", "import_module"):
-            findings.append(finding("PA122", f"`torch.ops.{node.attr}` names a fixed op namespace; the kernel's ops "
-                                    "live under its own (`ops` from the package's _ops module)", file=file,
-                                    line=node.lineno, hint="use `from ._ops import ops` and `ops.<name>`"))
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def _fixed_ops(node: ast.Attribute) -> str | None:
+    """The namespace of `torch.ops.<ns>` (None for anything else)."""
+    value = node.value
+    if isinstance(value, ast.Attribute) and value.attr == "ops" and isinstance(value.value, ast.Name) and \
+            value.value.id == "torch":
+        return node.attr
+    return None
+
+
+def _namespace_spans(tree: ast.AST, namespaces: frozenset[str], ops_expr: str, prefix_expr: str,
+                     spans: list[tuple[int, int, int, int, str]]) -> tuple[bool, bool]:
+    """Edits that put the ops of `namespaces` under the kernel's own: `torch.ops.ns` -> `ops_expr`,
+    `"ns::op"` given to torch.library -> `prefix_expr("op")`, `Library("ns", ...)` -> `Library(ops_expr.name, ...)`.
+    (whether ops_expr is used, whether prefix_expr is used)"""
+    ops_used = prefix_used = False
+    if not namespaces:
+        return False, False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _fixed_ops(node) in namespaces:
+            spans.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, ops_expr))
+            ops_used = True
+        elif isinstance(node, ast.Call) and _library_call(node) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            first = node.args[0]
+            ns, sep, op = first.value.partition("::")
+            if sep and ns in namespaces:
+                spans.append((first.lineno, first.col_offset, first.end_lineno, first.end_col_offset,
+                               f'{prefix_expr}("{op}")'))
+                prefix_used = True
+            elif not sep and _library_call(node) == "Library" and first.value in namespaces:
+                spans.append((first.lineno, first.col_offset, first.end_lineno, first.end_col_offset, f"{ops_expr}.name"))
+                ops_used = True
+    return ops_used, prefix_used
+
+
+def _library_call(node: ast.Call) -> str | None:
+    """The torch.library function a call names (`torch.library.register_fake`, `library.custom_op`,
+    `Library`), else None."""
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in _LIBRARY_CALLS and (
+            isinstance(func.value, ast.Attribute) and func.value.attr == "library"
+            or isinstance(func.value, ast.Name) and func.value.id == "library"):
+        return func.attr
+    if isinstance(func, ast.Name) and func.id in ("custom_op", "register_fake", "register_autograd", "impl_abstract",
+                                                  "triton_op", "Library"):
+        return func.id
+    return None
+
+
+def defined_namespaces(text: str) -> set[str]:
+    """The op namespaces a Python file defines ops in: torch.library.custom_op / triton_op / define("ns::op"),
+    torch.library.Library("ns", "DEF" | "FRAGMENT")."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    out = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Constant) \
+                or not isinstance(node.args[0].value, str):
+            continue
+        kind = _library_call(node)
+        value = node.args[0].value
+        if kind in ("custom_op", "triton_op", "define") and "::" in value:
+            out.add(value.split("::", 1)[0])
+        elif kind == "Library" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and \
+                node.args[1].value in ("DEF", "FRAGMENT"):
+            out.add(value)
+    return {ns for ns in out if re.fullmatch(r"[A-Za-z_]\w*", ns)}
+
+
+def _library_loads(tree: ast.Module, ctx: ImportContext, lines: list[str], edits: list[tuple[int, int, str]],
+                   findings: list[Finding], file: str) -> bool:
+    """Each statement loading the extension's library by its path (`torch.ops.load_library(spec.origin)`, in the
+    loop that looks its files up) replaced by an import of the kernel's ops module, which loads the kernel's
+    library: at module level the whole top-level statement holding it, inside a function the call's statement."""
+    if not ctx.namespaces:
+        return False
+    found = False
+    for top in tree.body:
+        calls = [n for n in ast.walk(top) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == "load_library" and isinstance(n.func.value, ast.Attribute)
+                 and n.func.value.attr == "ops"]
+        if not calls:
+            continue
+        found = True
+        comment = f"  # {MARKER}: was torch.ops.load_library of the extension's library"
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for stmt in ast.walk(top):
+                if isinstance(stmt, ast.Expr) and stmt.value in calls:
+                    edits.append((stmt.lineno, stmt.end_lineno,
+                                  _indent(lines, stmt) + f"from {_dots(ctx)} import {OPS_MODULE}{comment}\n"))
+                    findings.append(finding("PA183", f"line {stmt.lineno} loaded the extension's library with "
+                                            "torch.ops.load_library: replaced by an import of the kernel's ops module",
+                                            file=file, line=stmt.lineno))
+            continue
+        start = top.decorator_list[0].lineno if getattr(top, "decorator_list", None) else top.lineno
+        edits.append((start, top.end_lineno, f"from {_dots(ctx)} import {OPS_MODULE}{comment}\n"))
+        findings.append(finding("PA183", f"lines {start}-{top.end_lineno} loaded the extension's library with "
+                                "torch.ops.load_library: replaced by an import of the kernel's ops module", file=file,
+                                line=start))
+    return found
+
+
+def _lookups(tree: ast.Module, ctx: ImportContext, file: str, spans: list[tuple[int, int, int, int, str]],
+             findings: list[Finding]) -> bool:
+    """`importlib.import_module("old")`, `importlib.util.find_spec("old")`, `importlib.find_loader("old")` and
+    `pkgutil.find_loader("old")` of a former extension module: the same lookup of the carried module, relative to
+    the package. Whether importlib.util is needed."""
+    needs_util = False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Constant):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        first = node.args[0].value
+        if name not in _LOOKUPS or not isinstance(first, str) or first not in ctx.extensions or len(node.args) > 1:
+            continue
+        relative = _dots(ctx) + ctx.extensions[first]
+        if name == "import_module":
+            head = ast.unparse(func)
+        else:
+            head = "importlib.util.find_spec"
+            needs_util = True
+        spans.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset,
+                      f'{head}("{relative}", __package__)'))
+        findings.append(finding("PA183", f"`{name}({first!r})` looks the extension up by its old name: now the carried "
+                                f"module {relative!r} of the package", file=file, line=node.lineno))
+    return needs_util
+
+
+def _imports_importlib_util(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.Import) and any(a.name == "importlib.util" for a in n.names) or
+               isinstance(n, ast.ImportFrom) and n.module == "importlib" and any(a.name == "util" for a in n.names)
+               for n in ast.walk(tree))
+
+
+def _spliced(lines: list[str], spans: list[tuple[int, int, int, int, str]],
+             edits: list[tuple[int, int, str]]) -> list[str]:
+    """`lines` with each one-line span edit made (ast positions: 1-based lines, columns in UTF-8 bytes); spans on
+    lines a whole-line edit replaces are left to that edit."""
+    covered = {n for first, last, _ in edits for n in range(first, last + 1)}
+    out = list(lines)
+    for line, col, end_line, end_col, new in sorted(spans, key=lambda s: (s[0], s[1]), reverse=True):
+        if line != end_line or line in covered:
+            continue
+        raw = out[line - 1].encode()
+        out[line - 1] = (raw[:col] + new.encode() + raw[end_col:]).decode()
+    return out
+
+
+def _add_imports(text: str, imports: list[str]) -> str:
+    """`imports` after the imports that open the file (after its docstring and __future__ imports when it opens
+    with code): before any code that may use what they bind."""
+    if not imports:
+        return text
+    tree = ast.parse(text)
+    lines = text.splitlines(keepends=True)
+    at = 0
+    for index, node in enumerate(tree.body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or index == 0 and isinstance(node, ast.Expr) and \
+                isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            at = node.end_lineno
+        else:
             break
-    return _apply(lines, edits), findings
+    block = "".join(f"{line}\n" for line in imports)
+    if at and not lines[at - 1].endswith("\n"):
+        lines[at - 1] += "\n"
+    return "".join(lines[:at]) + block + "".join(lines[at:])
 
 
 def _apply(lines: list[str], edits: list[tuple[int, int, str]]) -> str:
@@ -229,6 +433,8 @@ def _dynamic_lookup(node: ast.Call, ctx: ImportContext, file: str) -> list[Findi
     if name not in ("import_module", "find_spec", "find_loader", "__import__") or not node.args:
         return []
     first = node.args[0]
+    if name in _LOOKUPS and len(node.args) == 1 and isinstance(first, ast.Constant) and first.value in ctx.extensions:
+        return []  # ported (_lookups)
     if isinstance(first, ast.Constant) and isinstance(first.value, str) and _target(ctx, first.value) is not None:
         return [finding("PA121", f"`{name}({first.value!r})` looks the extension up by its old module name",
                         file=file, line=node.lineno,
@@ -252,11 +458,13 @@ def _fixed_namespace(node: ast.Call, file: str) -> list[Finding]:
 
 # --- the project's tests ------------------------------------------------------------------------
 
-def rewrite_tests(text: str, file: str, modules: dict[str, str]) -> str:
+def rewrite_tests(text: str, file: str, modules: dict[str, str], namespaces: frozenset[str] = frozenset(),
+                  package: str | None = None) -> str:
     """A test file of the project with its absolute imports of the former extension module(s) and of the old
     package name pointed at the kernel's package (`import causal_conv1d_cuda` -> `from causal_conv1d import
     causal_conv1d_cuda`): `publisher test` puts each built variant first on the path under the package's
-    name. `modules`: old module -> its module in the kernel's package (dotted, absolute)."""
+    name. `modules`: old module -> its module in the kernel's package (dotted, absolute). The ops of
+    `namespaces` are the kernel's own: `torch.ops.ns.x` -> `package._ops.ops.x` (opcheck and the like)."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -299,7 +507,11 @@ def rewrite_tests(text: str, file: str, modules: dict[str, str]) -> str:
                 names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
                 edits.append((node.lineno, node.end_lineno, _indent(lines, node) + f"from {new} import {names}"
                               + _tail(lines, node)))
-    return _apply(lines, edits)
+    spans: list[tuple[int, int, int, int, str]] = []
+    used = namespaces and package and any(_namespace_spans(tree, namespaces, f"{package}.{OPS_MODULE}.ops",
+                                                           f"{package}.{OPS_MODULE}.add_op_namespace_prefix", spans))
+    new = _apply(_spliced(lines, spans, edits), edits)
+    return _add_imports(new, [f"import {package}.{OPS_MODULE}"]) if used else new
 
 
 def imports_package(text: str, package: str) -> bool:
@@ -321,9 +533,14 @@ def imports_package(text: str, package: str) -> bool:
 def alias_module(module: str, ops: Sequence[Op], depth: int, functions: Sequence[str] | None = None) -> str:
     """The module that replaces the extension module `module`: its functions, as the ops."""
     wanted = [op for op in ops if functions is None or op.name in functions]
-    lines = [f'"""{WRITTEN}: the extension module `{module}`, each function it bound now a torch op',
-             'registered by the build (torch-ext/ holds the schemas), called as before."""', "",
-             f"from {'.' * (depth + 1)}{OPS_MODULE} import ops", ""]
+    if wanted:
+        lines = [f'"""{WRITTEN}: the extension module `{module}`, each function it bound now a torch op',
+                 'registered by the build (torch-ext/ holds the schemas), called as before."""', "",
+                 f"from {'.' * (depth + 1)}{OPS_MODULE} import ops", ""]
+    else:
+        lines = [f'"""{WRITTEN}: the extension module `{module}`. Importing it loads the kernel\'s library,',
+                 'whose ops register themselves (as the extension\'s did)."""', "",
+                 f"from {'.' * (depth + 1)}{OPS_MODULE} import ops  # noqa: F401", ""]
     for op in wanted:
         lines.append(f"{op.name} = ops.{op.name}" + (f"  # {_one_line(op.doc)}" if op.doc else ""))
     lines += ["", "__all__ = [" + ", ".join(f'"{op.name}"' for op in wanted) + "]", ""]

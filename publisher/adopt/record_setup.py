@@ -8,7 +8,9 @@ recorded, and where this machine has no CUDA toolkit the script is answered as
 if it had one of the version given: CUDA_HOME points at a stand-in folder,
 torch.version.cuda and `nvcc -V` / `nvcc --version` name that version (the
 common `get_cuda_bare_metal_version` pattern). Writes one JSON document to the
-path given. Standard library only.
+path given. Standard library only, and run from a folder of its own: a file
+beside it named like a standard-library module would shadow that module
+(python puts a script's folder first on sys.path).
 
     python record_setup.py OUT.json setup.py CUDA_VERSION
 """
@@ -22,8 +24,8 @@ import sys
 import traceback
 import types
 
-records = {"extensions": [], "setup": None, "blocked": [], "answered": [], "error": None, "torch": None,
-           "environ": {}}
+records = {"extensions": [], "setup": None, "blocked": [], "answered": [], "error": None, "error_line": None,
+           "missing": None, "module_file": None, "torch": None, "environ": {}}
 CUDA = {"version": "13.0", "home": None}  # the toolkit a machine without one is answered as having
 
 
@@ -197,6 +199,18 @@ def _install_recorders():
     socket.create_connection = _refuse("a network connection")
 
 
+def _script_first_on_path(setup_path):
+    """sys.path as `python setup.py` has it: the script's folder first. This file runs from a folder of its own
+    (publisher copies it there), which the script's folder replaces; where the interpreter put no script folder
+    first (PYTHONSAFEPATH, -P) the script's folder is added in front."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    folder = os.path.dirname(os.path.abspath(setup_path))
+    if sys.path and sys.path[0] and os.path.abspath(sys.path[0]) == here:
+        sys.path[0] = folder
+    else:
+        sys.path.insert(0, folder)
+
+
 def main():
     out_path, setup_path = sys.argv[1], sys.argv[2]
     if len(sys.argv) > 3:
@@ -206,15 +220,18 @@ def main():
     try:
         _install_recorders()
         sys.argv = [setup_path, "build_ext"]
-        sys.path.insert(0, os.path.dirname(os.path.abspath(setup_path)))
+        _script_first_on_path(setup_path)
         runpy.run_path(setup_path, run_name="__main__")
     except SystemExit as err:
         if err.code not in (0, None):
             records["error"] = f"setup.py exited with {err.code}"
     except BaseException as err:  # noqa: BLE001 - reported to publisher, which says what the script did
         frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename.endswith("setup.py")]
-        where = f" (setup.py line {frames[-1].lineno})" if frames else ""
-        records["error"] = f"{type(err).__name__}: {err}{where}"
+        records["error"] = f"{type(err).__name__}: {err}"
+        records["error_line"] = frames[-1].lineno if frames else None
+        if isinstance(err, ImportError):
+            records["missing"] = err.name
+            records["module_file"] = getattr(err, "path", None)
     records["environ"] = {k: v for k, v in os.environ.items() if before.get(k) != v}
     with open(out_path, "w", encoding="utf-8") as fh:
         json.dump(records, fh)

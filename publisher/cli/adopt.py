@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from publisher.adopt.discover import SetupNotRun
 from publisher.adopt.stage import BACKUP_DIR, AdoptResult, run_adopt
 from publisher.cli.common import echo_json, json_flag
 from publisher.errors import EXIT_FAILED, EXIT_OK, UsageError
@@ -37,7 +38,16 @@ def command(path: Path, dry_run: bool, force: bool, name: str | None, license_: 
         raise UsageError(f"--repo {repo_id!r}: {repo_id_problem(repo_id)}", "give it as ORG/NAME, e.g. your-org/my-kernel")
     options = AdoptOptions(path=path, dry_run=dry_run, force=force, name=name, license=license_, version=version,
                            repo_id=repo_id)
-    result = run_adopt(options)
+    try:
+        result = run_adopt(options)
+    except SetupNotRun as err:
+        if as_json:
+            echo_json({"error": err.message, "findings": [f.to_json() for f in err.findings], "complete": False,
+                       "written": []})
+        else:
+            click.echo(f"{err.message}: nothing written\n")
+            click.echo(render_human(list(err.findings)))
+        return EXIT_FAILED
     if as_json:
         echo_json(to_json(result))
     else:
@@ -63,8 +73,9 @@ def to_json(result: AdoptResult) -> dict:
         "name": plan.name,
         "python_name": plan.python_name,
         "backends": list(plan.backends),
-        "ops": [{"name": op.name, "schema": op.schema(), "function": op.function, "file": op.file, "line": op.line,
-                 "shim": op.needs_shim} for op in plan.ops],
+        "ops": [{"name": op.name, "schema": op.schema() if op.known or op.written else None, "function": op.function,
+                 "file": op.file, "line": op.line, "shim": op.needs_shim, "registered_by": op.registered_by}
+                for op in plan.ops],
         "files": [{"path": c.path, "action": c.action, "yours": c.author, "needs_force": c.needs_force,
                    "what": c.what, **({"diff": c.diff()} if result.options.dry_run and c.action != "unchanged" else {})}
                   for c in plan.changes],
@@ -88,7 +99,8 @@ def render(result: AdoptResult) -> None:
     if plan.ops:
         click.echo(f"\nops ({len(plan.ops)}):")
         for op in plan.ops:
-            click.echo(f"  {op.schema()}" + ("   [shim]" if op.needs_shim else "") + f"   {op.file}:{op.line}")
+            shown = op.schema() if op.known or op.written else f"{op.name}: schema inferred by torch from {op.function}"
+            click.echo(f"  {shown}" + ("   [shim]" if op.needs_shim else "") + f"   {op.file}:{op.line}")
     click.echo("\nfiles:")
     width = max((len(c.path) for c in plan.changes), default=0)
     for change in plan.changes:

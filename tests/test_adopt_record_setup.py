@@ -1,0 +1,94 @@
+"""setup.py run with recorders (publisher/adopt/record_setup.py) under any
+interpreter layout: a virtual environment made from another one whose site
+is extended by a `.pth` file (nothing imported at startup, as on the GPU
+machine's Python), a project holding a module named like a standard-library
+one; and every failure to run a setup.py is a finding naming what the
+script needed, never an ImportError from inside the recorder."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from publisher.adopt.discover import SetupNotRun, discover
+
+from adopt_fixtures import write
+from cli_helper import run_cli
+
+# needs running: the extension list depends on what torch answers
+SETUP = """\
+import torch
+from setuptools import setup
+from torch.utils.cpp_extension import CppExtension, BuildExtension
+
+sources = ["lib.cpp"] + (["extra.cpp"] if not torch.cuda.is_available() else [])
+setup(name="plain", ext_modules=[CppExtension("plain_ext", sources)], cmdclass={"build_ext": BuildExtension})
+"""
+BINDING = "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n"
+
+
+@pytest.fixture(scope="module")
+def venv_of_venv(tmp_path_factory) -> Path:
+    """python -m venv from inside a venv, with no pip and no site packages of its own: the base interpreter's
+    site-packages (setuptools) reach it through a `.pth` line, which imports nothing at startup."""
+    root = tmp_path_factory.mktemp("interpreters")
+    first, second = root / "first", root / "second"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(first)], check=True)
+    subprocess.run([str(first / "bin" / "python"), "-m", "venv", "--without-pip", str(second)], check=True)
+    base_site = subprocess.run([sys.executable, "-c", "import setuptools, os; print(os.path.dirname(os.path.dirname("
+                                "setuptools.__file__)))"], capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run([str(second / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                              "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "base.pth").write_text(base_site + "\n")
+    return second / "bin" / "python"
+
+
+def test_a_venv_of_a_venv_runs_setup_py_with_recorders(tmp_path, venv_of_venv, monkeypatch):
+    root = write(tmp_path / "plain", {"setup.py": SETUP, "lib.cpp": BINDING})
+    monkeypatch.setattr(sys, "executable", str(venv_of_venv))
+    found = discover(root)
+    assert found.how == "executed" and [e.module for e in found.extensions] == ["plain_ext"]
+
+
+def test_a_project_module_named_like_a_standard_library_module_does_not_break_the_recorder(
+        tmp_path, venv_of_venv, monkeypatch):
+    root = write(tmp_path / "shadowing", {"setup.py": SETUP, "lib.cpp": BINDING, "types.py": "TYPES = 1\n",
+                                          "json.py": "JSON = 1\n"})
+    monkeypatch.setattr(sys, "executable", str(venv_of_venv))
+    found = discover(root)
+    assert [e.module for e in found.extensions] == ["plain_ext"]
+
+
+def test_a_module_setup_py_needs_and_this_python_lacks_is_a_finding_naming_it(tmp_path, venv_of_venv, monkeypatch):
+    root = write(tmp_path / "needs", {"setup.py": "import os\nimport pybind11_stubgen_missing\n" + SETUP,
+                                      "lib.cpp": BINDING})
+    monkeypatch.setattr(sys, "executable", str(venv_of_venv))
+    with pytest.raises(SetupNotRun) as refused:
+        discover(root)
+    (needed,) = [f for f in refused.value.findings if f.code == "PA106"]
+    assert "`pybind11_stubgen_missing`" in needed.message and str(venv_of_venv) in needed.message
+    assert needed.file == str(root / "setup.py") and needed.line == 2
+
+
+def test_a_project_file_shadowing_the_standard_library_is_named_when_setup_py_fails(tmp_path):
+    # the project's own colorsys.py is first on sys.path where setup.py runs (as under `python setup.py`):
+    # setup.py's `import colorsys` finds it instead of the standard library's
+    root = write(tmp_path / "shadow", {"setup.py": "import os\nimport colorsys\ncolorsys.rgb_to_hls(0, 0, 0)\n" + SETUP,
+                                       "colorsys.py": "PALETTE = []\n", "lib.cpp": BINDING})
+    with pytest.raises(SetupNotRun) as refused:
+        discover(root)
+    codes = {f.code: f for f in refused.value.findings}
+    assert codes["PA107"].file == str(root / "colorsys.py") and "`colorsys`" in codes["PA107"].message
+    assert codes["PA106"].line == 3 and "rgb_to_hls" in codes["PA106"].message
+
+
+def test_the_cli_shows_the_findings_and_writes_nothing(tmp_path):
+    root = write(tmp_path / "cli", {"setup.py": "import os\nimport not_installed_anywhere\n" + SETUP, "lib.cpp": BINDING})
+    done = run_cli("adopt", str(root), "--json")
+    assert done.returncode == 1
+    assert "PA106" in done.stdout and "not_installed_anywhere" in done.stdout and "Traceback" not in done.output
+    assert sorted(p.name for p in root.iterdir()) == ["lib.cpp", "setup.py"]
+
