@@ -33,7 +33,7 @@ class MigrateResult:
     migration: Migration | None = None  # None: the file cannot be migrated (see error)
     error: ProjectError | None = None  # only with --check, which reports it instead of stopping
     written: bool = False
-    problems: tuple[Finding, ...] = ()  # errors `check` still reports on the written file
+    problems: tuple[Finding, ...] = ()  # errors `check` still reports on the migrated text: left for hands
 
 
 def run_migrate(options: MigrateOptions) -> MigrateResult:
@@ -44,7 +44,8 @@ def run_migrate(options: MigrateOptions) -> MigrateResult:
         if not options.check_only:
             raise
         return MigrateResult(options, error=err)
+    problems = tuple(remaining_problems(migration))
     if not migration.needed or options.check_only or options.show_diff:
-        return MigrateResult(options, migration)
+        return MigrateResult(options, migration, problems=problems)
     write(migration)
-    return MigrateResult(options, migration, written=True, problems=tuple(remaining_problems(migration)))
+    return MigrateResult(options, migration, written=True, problems=problems)
