@@ -203,7 +203,7 @@ def _edit(project: Path, old: str, new: str) -> None:
 
 CPU_SRC = 'src = ["rmsnorm_cpu/rmsnorm_cpu.cpp"]'
 UNUSABLE = {
-    "a 300-character name": ('name = "rmsnorm"', f'name = "{"a" * 300}"', "general.name is 300 characters long"),
+    "a 300-character name": ('name = "rmsnorm"', f'name = "{"a" * 300}"', "file names are limited to 255"),
     "a src name over 255 bytes": (CPU_SRC, f'src = ["rmsnorm_cpu/{"b" * 300}.cpp"]', "file names are limited to 255"),
     "a NUL in a src path": (CPU_SRC, 'src = ["rmsnorm_cpu/a\\u0000b.cpp"]', "contains a NUL character"),
 }

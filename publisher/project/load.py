@@ -28,6 +28,7 @@ from publisher.project.locate import KeyLines
 from publisher.project.model import Project
 from publisher.project.platforms import platform_findings
 from publisher.project.settings import read_settings
+from publisher.project.torch_apis import removed_api_findings
 from publisher.project.upgrade import repair, upgrade
 from publisher.project.values import check_values
 
@@ -36,11 +37,19 @@ _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 @lru_cache(maxsize=8)
-def matrix_toolkits(matrix_path: Path | None) -> tuple[dict, dict]:
+def _matrix(matrix_path: Path | None):
     from publisher.plan.matrix import find_matrix, load_matrix
 
-    matrix = load_matrix(find_matrix(None, matrix_path))
+    return load_matrix(find_matrix(None, matrix_path))
+
+
+def matrix_toolkits(matrix_path: Path | None) -> tuple[dict, dict]:
+    matrix = _matrix(matrix_path)
     return dict(matrix.cuda_toolkits), dict(matrix.rocm_toolkits)
+
+
+def matrix_torches(matrix_path: Path | None) -> tuple[str, ...]:
+    return tuple(sorted({cell.torch for cell in _matrix(matrix_path).cells}))
 
 
 def resolve(path: Path) -> tuple[Path, Path | None]:
@@ -209,11 +218,13 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
     if data is None:
         return None, findings
     project_matrix = root / "matrix.yaml" if root and (root / "matrix.yaml").is_file() else None
-    cuda_toolkits, rocm_toolkits = matrix_toolkits(Path(matrix) if matrix else project_matrix)
+    matrix_path = Path(matrix) if matrix else project_matrix
+    cuda_toolkits, rocm_toolkits = matrix_toolkits(matrix_path)
     found, upgraded, written = validate(data, cuda_toolkits, rocm_toolkits)
     findings = place_findings(found, data, text, file) + upstream_last_word(found, text, file)
     if root is not None and layout and upgraded is not None:
         findings += place_findings(check_layout(root, upgraded, file), data, text, file)
+        findings += removed_api_findings(root, upgraded, matrix_torches(matrix_path))
     settings, settings_findings = read_settings(root if layout else None)
     findings += settings_findings
     if root is not None and layout and upgraded is not None:

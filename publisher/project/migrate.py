@@ -27,7 +27,6 @@ from publisher.project.load import (
     upstream_last_word,
     validate,
 )
-from publisher.project.rewrite import replace_texts
 from publisher.project.upgrade import repair, upgrade
 
 
@@ -91,7 +90,3 @@ def remaining_problems(migration: Migration) -> list[Finding]:
     findings = place_findings(findings, data, migration.migrated, str(migration.path))
     findings += upstream_last_word(findings, migration.migrated, str(migration.path))
     return [f for f in findings if f.is_error]
-
-
-def write(migration: Migration) -> None:
-    replace_texts({migration.path: migration.migrated})

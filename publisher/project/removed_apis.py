@@ -34,6 +34,7 @@ class RemovedApi:
     rewrite: str | None = None  # exact replacement (re.sub template)
     include: str | None = None  # header the replacement needs
     header_map: tuple[tuple[str, str], ...] = ()  # THC header -> successor
+    example: str | None = None  # a small source using it (the test suite compiles it)
 
     @property
     def removed(self) -> bool:
@@ -78,6 +79,7 @@ def apis() -> tuple[RemovedApi, ...]:
             rewrite=entry.get("rewrite"),
             include=entry.get("include"),
             header_map=tuple((entry.get("header_map") or {}).items()),
+            example=entry.get("example"),
         ))
     return tuple(rules)
 
