@@ -2,8 +2,9 @@
 users search them and tests assert them; a code's severity here is its default
 (a flag such as --partial or --allow-untested can lower an error to a warning).
 
-PB: `check` (build.toml and layout). PB1xx the file and its shape, PB2xx
-values, PB3xx GPU architectures, PB4xx project layout, PB5xx platforms.
+PB: `check` (build.toml and layout). PB1xx the file and its shape (PB109-PB119:
+what upstream's own parser refuses), PB2xx values, PB3xx GPU architectures,
+PB4xx project layout, PB5xx platforms, PB6xx the sources the build compiles.
 PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole.
 PA: `adopt` (a torch.utils.cpp_extension project ported to kernel-builder). PA10x finding the
 extension, PA11x the pybind11 binding, PA12x the Python code, PA13x general values, PA14x flags,
@@ -65,6 +66,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PB410": (W, "pyproject.toml test dependencies cannot be read"),
     "PB501": (E, "publisher.toml invalid"),
     "PB502": (W, "architecture-specific compiler flag meets a platform it cannot compile for"),
+    "PB601": (E, "source uses a torch C++ API no torch of the matrix has (removed)"),
+    "PB602": (W, "source uses a torch C++ API some torch of the matrix lacks, or a deprecated one"),
     # adopt
     "PA101": (W, "extension left out (not a torch pybind11 extension, or no usable name or sources)"),
     "PA103": (I, "setup.py was run with recorders (reading it statically was not enough)"),
