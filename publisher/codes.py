@@ -5,7 +5,8 @@ users search them and tests assert them; a code's severity here is its default
 PB: `check` (build.toml and layout). PB1xx the file and its shape (PB109-PB119:
 what upstream's own parser refuses), PB2xx values, PB3xx GPU architectures,
 PB4xx project layout, PB5xx platforms, PB6xx the sources the build compiles.
-PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole.
+PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole,
+PP3xx the public API against what the version branch holds.
 PA: `adopt` (a torch.utils.cpp_extension project ported to kernel-builder). PA10x finding the
 extension, PA11x the pybind11 binding, PA12x the Python code, PA13x general values, PA14x flags,
 PA15x paths, PA16x what would be written.
@@ -96,6 +97,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PP130": (E, "signature bundle does not stand for metadata.json"),
     # push and release (the release as a whole)
     "PP201": (E, "required variants missing (a warning with --partial)"),
+    "PP301": (E, "public API removed or changed on a published version (a warning with --allow-api-change)"),
+    "PP302": (W, "the version branch holds no public API record to compare with"),
 }
 
 
