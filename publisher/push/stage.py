@@ -108,7 +108,7 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     where = place(client.endpoint, repo_id, branch)
     covered_here = coverage.check(project, matrix, variants)  # the release without what the branch may keep
     sending = None if dry_run else _send_early(client, repo_id, branch, early, build_dir, variants, hashes, project,
-                                               covered_here.finding(options.partial, repo_id), where)
+                                               covered_here.finding(options.partial, repo_id), where, records)
     # `kernels`, for the resolution table, is imported while the Hub answers (not before: its import
     # would hold up the requests above, which wait for the same interpreter lock)
     _in_background(resolver.warm)
@@ -221,7 +221,7 @@ def _in_background(work: Callable[[], object]) -> Future:
 
 def _send_early(client: HubClient, repo_id: str, branch: str, look_ahead: Future | None, build_dir: Path,
                 variants: dict[str, Path], hashes: dict, project: Project, gap: Finding | None,
-                where: str) -> EarlyUpload | None:
+                where: str, records: tuple[LocalFile, ...]) -> EarlyUpload | None:
     """The gate has passed the build: its files go while the Hub answers the look-ahead and the plan's
     reads. Not when the variants here alone do not cover the release (`gap`: the coverage check, with
     what the branch keeps, may still refuse it), nor when it would be wasted: the branches, already
@@ -237,7 +237,7 @@ def _send_early(client: HubClient, repo_id: str, branch: str, look_ahead: Future
         return None
     return EarlyUpload(client, repo_id, [f for name in sorted(variants)
                                          for f in variant_files(variants[name], name, hashes.get(name))]
-                       + benchmark_files(project.root))
+                       + benchmark_files(project.root) + list(records))
 
 
 def _api_record(build_dir: Path, api: public_api.PublicApi) -> LocalFile:
