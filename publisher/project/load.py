@@ -29,7 +29,7 @@ from publisher.project.model import Project
 from publisher.project.platforms import platform_findings
 from publisher.project.settings import read_settings
 from publisher.project.torch_apis import removed_api_findings
-from publisher.project.upgrade import repair, upgrade
+from publisher.project.upgrade import upgrade
 from publisher.project.values import check_values
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -170,7 +170,6 @@ def _legacy(data: Mapping, edition: editions.Edition, cuda_toolkits, rocm_toolki
     work = copy.deepcopy(dict(data))
     try:
         upgrade(work, edition, license=general.get("license") or "other", version=general.get("version", 1))
-        repair(work)
     except MigrationRefused as err:
         out.append(finding("PB103", f"legacy {edition.era} build.toml: {err.message}", field="general", hint=err.hint))
         return out + check_values(data)

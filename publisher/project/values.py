@@ -72,10 +72,11 @@ def _name(general: Mapping, out: list[Finding]) -> None:
                            hint="shorten it: the name becomes folder, module and Hub repository names, which have length limits"))
     elif isinstance(name, str) and not NAME.fullmatch(name):
         fixed = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+        repaired = " (`publisher migrate` does; the Python package keeps its name)" if fixed == name.replace("_", "-") else ""
         out.append(finding("PB201", f"general.name `{name}` is not a valid kernel name: lowercase letters, digits and "
                            "dashes, starting with a letter, ending with a letter or digit, at least 2 characters",
-                           field="general.name", hint=f"use e.g. `{fixed}` (the Python package is the name with dashes as underscores)"
-                           if NAME.fullmatch(fixed) else "rename it, e.g. `my-kernel`"))
+                           field="general.name", hint=f"use e.g. `{fixed}`{repaired} (the Python package is the name with "
+                           "dashes as underscores)" if NAME.fullmatch(fixed) else "rename it, e.g. `my-kernel`"))
 
 
 def _version(general: Mapping, out: list[Finding]) -> None:
