@@ -238,3 +238,20 @@ def test_check_runs_on_its_own_rules_without_kernels(tmp_path, problem):
         project, findings = load_project(tmp_path / "build.toml", layout=False)
     note = [f for f in findings if f.code == "PB111"]
     assert project is not None and len(note) == 1 and type(problem).__name__ in note[0].message
+
+
+def test_upstreams_own_notes_do_not_reach_the_user_and_a_closed_stderr_is_no_problem(tmp_path):
+    import subprocess
+    import sys
+
+    v4 = ('[general]\nname = "relu"\nversion = 1\nlicense = "mit"\nbackends = ["cpu"]\n'
+          '[torch]\nsrc = ["a.cpp"]\n[kernel.relu]\nbackend = "cpu"\ndepends = ["torch"]\nsrc = ["k.cpp"]\n')
+    (tmp_path / "build.toml").write_text(v4)
+    shown = subprocess.run([sys.executable, "-m", "publisher", "check", str(tmp_path / "build.toml")],
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "PB102" in shown.stdout  # publisher's own words for the v4 upgrade
+    assert "update-build" not in shown.stdout + shown.stderr  # upstream's note, on file descriptor 2, is not shown
+    closed = subprocess.run([sys.executable, "-c", "import os, sys; os.close(2); from publisher.cli import main; "
+                             f"sys.exit(main(['check', {str(tmp_path / 'build.toml')!r}]))"],
+                            stdout=subprocess.PIPE, text=True, timeout=120)
+    assert closed.returncode == 0 and "PB102" in closed.stdout

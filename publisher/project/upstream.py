@@ -20,6 +20,8 @@ import re
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,21 +83,25 @@ def _reason(message: str, folder: str) -> str:
     return message.replace(f"{folder}/build.toml", "build.toml").replace(folder, ".").strip()
 
 
-class _quiet_stderr:
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
     """Upstream prints its own notes (the v4 upgrade) on file descriptor 2;
     check reports those itself (PB102), so they are dropped."""
-
-    def __enter__(self):
-        _STDERR_LOCK.acquire()
-        sys.stderr.flush()
-        self._saved = os.dup(2)
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-
-    def __exit__(self, *exc):
-        os.dup2(self._saved, 2)
-        os.close(self._saved)
-        _STDERR_LOCK.release()
+    with _STDERR_LOCK:
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no stderr: nothing to keep quiet
+            yield
+            return
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def refusal_finding(message: str, text: str | None, file: str) -> Finding:
