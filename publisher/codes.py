@@ -2,9 +2,11 @@
 users search them and tests assert them; a code's severity here is its default
 (a flag such as --partial or --allow-untested can lower an error to a warning).
 
-PB: `check` (build.toml and layout). PB1xx the file and its shape, PB2xx
-values, PB3xx GPU architectures, PB4xx project layout, PB5xx platforms.
-PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole.
+PB: `check` (build.toml and layout). PB1xx the file and its shape (PB109-PB119:
+what upstream's own parser refuses), PB2xx values, PB3xx GPU architectures,
+PB4xx project layout, PB5xx platforms, PB6xx the sources the build compiles.
+PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole,
+PP3xx the public API against what the version branch holds.
 PA: `adopt` (a torch.utils.cpp_extension project ported to kernel-builder). PA10x finding the
 extension, PA11x the pybind11 binding, PA12x the Python code, PA13x general values, PA14x flags,
 PA15x paths, PA16x what would be written, PA17x op registrations (TORCH_LIBRARY, RegisterOperators), PA18x
@@ -27,6 +29,11 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PB106": (E, "value has the wrong type"),
     "PB107": (E, "not exactly one framework table"),
     "PB108": (E, "not a kernel-builder build.toml (empty, or another tool's file)"),
+    "PB109": (E, "version is not MAJOR.MINOR (upstream reads exactly two parts)"),
+    "PB110": (E, "upstream's build.toml parser refuses the file"),
+    "PB111": (I, "upstream's build.toml parser could not be run; publisher's own rules only"),
+    "PB112": (W, "empty value upstream accepts (it names or builds nothing)"),
+    "PB113": (W, "kernel name longer than a Hub repository name may be"),
     "PB201": (E, "invalid kernel name"),
     "PB202": (E, "invalid version"),
     "PB203": (W, "license is not a Hub license identifier"),
@@ -36,15 +43,15 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PB207": (E, "python dependency not in the curated list"),
     "PB208": (E, "invalid kernel dependency"),
     "PB209": (E, "invalid git URL"),
-    "PB210": (E, "invalid version bound"),
+    "PB210": (W, "version bounds admit no version (minver above maxver)"),
     "PB211": (W, "kernel backend not in general.backends"),
-    "PB212": (E, "empty value"),
+    "PB212": (E, "kernel or binding without sources (the build stops)"),
     "PB213": (E, "invalid Hub repository id"),
     "PB214": (W, "build dependency unusual for the kernel backend"),
     "PB215": (W, "backend table without a matching backend"),
-    "PB301": (E, "unknown CUDA capability"),
+    "PB301": (W, "unknown CUDA capability (the build drops it)"),
     "PB302": (E, "no CUDA capability left for a toolkit"),
-    "PB303": (E, "unknown ROCm architecture"),
+    "PB303": (W, "unknown ROCm architecture (the build drops it)"),
     "PB304": (E, "no ROCm architecture left for a toolkit"),
     "PB305": (I, "architectures per toolkit"),
     "PB306": (W, "capability built by no toolkit"),
@@ -61,6 +68,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PB410": (W, "pyproject.toml test dependencies cannot be read"),
     "PB501": (E, "publisher.toml invalid"),
     "PB502": (W, "architecture-specific compiler flag meets a platform it cannot compile for"),
+    "PB601": (E, "source uses a torch C++ API no torch of the matrix has (removed)"),
+    "PB602": (W, "source uses a torch C++ API some torch of the matrix lacks, or a deprecated one"),
     # adopt
     "PA101": (W, "extension left out (not a torch pybind11 extension, or no usable name or sources)"),
     "PA103": (I, "setup.py was run with recorders (reading it statically was not enough)"),
@@ -102,6 +111,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PP130": (E, "signature bundle does not stand for metadata.json"),
     # push and release (the release as a whole)
     "PP201": (E, "required variants missing (a warning with --partial)"),
+    "PP301": (E, "public API removed or changed on a published version (a warning with --allow-api-change)"),
+    "PP302": (W, "the version branch holds no public API record to compare with"),
 }
 
 

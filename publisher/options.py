@@ -75,6 +75,7 @@ class MigrateOptions:
     show_diff: bool = False  # print the change instead of writing it
     license: str | None = None  # added when the old file has none
     version: int | None = None  # added when the old file has none
+    sources: bool = False  # also port removed torch C++ APIs in the sources the build compiles
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,7 @@ class PushOptions:
     branch: str | None = None  # None: [general.hub] branch, else v<version>
     card: bool = True
     signer: SignerWorkflow | None = None
+    allow_api_change: bool = False  # publish a removed or changed public API on the same version (a warning)
 
     @classmethod
     def from_args(cls, args: tuple[str, ...], *, signer_workflow: str | None = None, **values) -> PushOptions:
@@ -257,6 +259,7 @@ class ReleaseOptions:
     build_on: Any = None  # publisher.remote.stage.RemoteTestOptions: build there (--build-on), else here
     max_parallel: int | None = None  # --build-on: jobs running at once (None: all)
     jobs_per: str | None = None  # --build-on: one job per "variant" or "image" (None: the place's default)
+    allow_api_change: bool = False
 
     def test(self) -> TestCommandOptions:
         return TestCommandOptions(path=self.path, selection=self.selection, tests=self.tests,
@@ -271,7 +274,8 @@ class ReleaseOptions:
     def push(self) -> PushOptions:
         return PushOptions(path=self.path, repo_id=self.repo_id, selection=self.selection, private=self.private,
                            dry_run=self.dry_run, endpoint=self.endpoint, allow_untested=self.allow_untested,
-                           load_only=self.load_only, partial=self.partial, matrix_file=self.matrix_file)
+                           load_only=self.load_only, partial=self.partial, matrix_file=self.matrix_file,
+                           allow_api_change=self.allow_api_change)
 
 
 DEFAULT_LICENSE = "Apache-2.0"

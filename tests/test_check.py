@@ -76,14 +76,11 @@ def test_architectures_are_reported_per_toolkit(tmp_path):
     ("version = 1", "version = -1", "PB202", "general.version", 3),
     ("edition = 5", "edition = 6", "PB101", "general.edition", 4),
     ("edition = 5", 'edition = "5"', "PB106", "general.edition", 4),
-    ('license = "apache-2.0"', 'license = ""', "PB212", "general.license", 5),
     ('backends = ["cpu", "cuda"]', 'backends = ["cpu", "cuda", "mps"]', "PB204", "general.backends", 6),
-    ('backends = ["cpu", "cuda"]', "backends = []", "PB212", "general.backends", 6),
     ('repo-id = "my-org/relu-kernel"', 'repo-id = "relu kernel"', "PB213", "general.hub.repo-id", 9),
     ('depends = ["torch"]\nsrc = ["relu_cpu/relu.cpp"]', 'depends = ["torch", "cutlass_sycl"]\nsrc = ["relu_cpu/relu.cpp"]',
      "PB206", "kernel.relu_cpu.depends", 16),
     ('backend = "cpu"', 'backend = "cpux"', "PB204", "kernel.relu_cpu.backend", 15),
-    ('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = ["8.0", "11.8"]', "PB301", "kernel.relu_cuda.cuda-capabilities", 22),
     ('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = ["99999.0"]', "PB302", "kernel.relu_cuda.cuda-capabilities", 22),
     ('cuda-capabilities = ["8.0", "9.0"]', 'cuda-capabilities = "8.0"', "PB106", "kernel.relu_cuda.cuda-capabilities", 22),
     ('cuda-capabilities = ["8.0", "9.0"]', 'rocm-archs = ["gfx942"]', "PB104", "kernel.relu_cuda.rocm-archs", 22),
@@ -98,6 +95,18 @@ def test_one_problem_one_finding(tmp_path, old, new, code, field, line):
     assert f.line == line
     assert f.hint
     assert project is None
+
+
+@pytest.mark.parametrize("old, new, code, field, line", [
+    ('license = "apache-2.0"', 'license = ""', "PB112", "general.license", 5),
+    ('backends = ["cpu", "cuda"]', "backends = []", "PB112", "general.backends", 6),
+    ('name = "relu-kernel"', f'name = "{"r" * 97}"', "PB113", "general.name", 2),
+])
+def test_what_upstreams_parser_accepts_is_at_most_a_warning(tmp_path, old, new, code, field, line):
+    project, findings = check(tmp_path, GOOD.replace(old, new, 1))
+    f = only(findings, code)
+    assert (f.field, f.line, f.severity.value) == (field, line, "warning") and f.hint
+    assert project is not None
 
 
 def test_unknown_key_suggests_the_right_one(tmp_path):
@@ -162,9 +171,19 @@ def test_git_urls(tmp_path, url, ok):
 
 def test_version_bounds(tmp_path):
     text = GOOD + '\n[general.cuda]\nminver = "13.0"\nmaxver = "12.8"\n'
-    assert only(check(tmp_path, text)[1], "PB210").field == "general.cuda.minver"
+    project, findings = check(tmp_path, text)
+    crossed = only(findings, "PB210")  # upstream's parser accepts it; nothing is built
+    assert crossed.field == "general.cuda.minver" and crossed.severity.value == "warning" and project is not None
     text = GOOD.replace('[torch]\n', '[torch]\nminver = "2.x"\n')
-    assert only(check(tmp_path, text)[1], "PB210").field == "torch.minver"
+    assert only(check(tmp_path, text)[1], "PB109").field == "torch.minver"
+
+
+def test_an_unknown_capability_is_a_warning_while_others_remain(tmp_path):
+    # upstream's parser accepts it and the build's intersection drops it (megablocks lists "11.8")
+    project, findings = check(tmp_path, GOOD.replace('["8.0", "9.0"]', '["8.0", "11.8"]'))
+    unknown = only(findings, "PB301")
+    assert unknown.severity.value == "warning" and unknown.line == 22 and "11.8" in unknown.message
+    assert project is not None
 
 
 def test_cuda_bounds_limit_the_toolkits_checked(tmp_path):

@@ -37,7 +37,7 @@ def test_real_layouts_pass(tmp_path, layout):
         submodule.unlink()
         submodule.mkdir()
     project, findings = load_project(tmp_path)
-    layout_errors = [f for f in findings if f.code.startswith("PB4") and f.is_error]
+    layout_errors = [f for f in findings if f.code.startswith(("PB4", "PB6")) and f.is_error]
     assert not layout_errors, [(f.code, f.message) for f in layout_errors]
     has_tests = (tmp_path / "tests").is_dir()
     assert any(f.code == "PB406" for f in findings) == (not has_tests)

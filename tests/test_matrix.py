@@ -44,3 +44,16 @@ def test_a_matrix_file_must_hold_valid_cells(tmp_path):
     bad.write_text("schema: 1\ntorch:\n  - version: '2.15'\n    flavours:\n      - {compute: cu130, platforms: [x86_64-linux], source: nowhere}\n")
     with pytest.raises(UsageError, match="unknown source 'nowhere'"):
         load_matrix(bad)
+
+
+@pytest.mark.parametrize("version, toolkit, problem", [
+    ("'2.15.0'", "'13.0'", "torch version '2.15.0' must be a quoted MAJOR.MINOR"),
+    ("2.15", "'13.0'", "torch version 2.15 must be a quoted MAJOR.MINOR"),  # a YAML float: 2.10 would read as 2.1
+    ("'2.15'", "'13'", "toolkits.cuda: '13' must be a quoted MAJOR.MINOR"),
+])
+def test_matrix_versions_are_read_as_build_toml_bounds_are(tmp_path, version, toolkit, problem):
+    bad = tmp_path / "m.yaml"
+    bad.write_text(f"schema: 1\ntoolkits:\n  cuda:\n    {toolkit}: ['8.0']\ntorch:\n  - version: {version}\n"
+                   "    flavours:\n      - {compute: cu130, platforms: [x86_64-linux]}\n")
+    with pytest.raises(UsageError, match=problem.replace("(", r"\(").replace(".", r"\.")):
+        load_matrix(bad)

@@ -45,7 +45,7 @@ def test_push_then_get_kernel_loads(hub_env, scale_project):
     repo = repo_name()
     result = _push(hub_env, scale_project, repo, "--allow-untested")
     assert result.returncode == 0, result.stderr
-    assert "committed" in result.stdout and "verified: 8 file(s) on v1" in result.stdout
+    assert "committed" in result.stdout and "verified: 9 file(s) on v1" in result.stdout
     # torch-cuda has no test record (no GPU here): published only because of --allow-untested, loudly.
     assert "torch-cuda: no test record" in result.stderr and "torch-cpu: no test record" not in result.stderr
     newest_cpu = max((c.torch for c in load_matrix().cells if c.compute == "cpu"), key=lambda v: tuple(map(int, v.split("."))))

@@ -105,7 +105,7 @@ def test_signed_release_uploads_bundles_verifies_them_and_the_card_says_how(hub_
     repo = repo_name()
     result = _push(hub_env, scale_project, repo, env={**hub_env.env(), "GITHUB_WORKFLOW_REF": WORKFLOW_REF})
     assert result.returncode == 0, result.stderr
-    assert "verified: 10 file(s) on v1" in result.stdout  # 8 files + one bundle per variant, checked on the branch
+    assert "verified: 11 file(s) on v1" in result.stdout  # 9 files + one bundle per variant, checked on the branch
 
     # What a consumer downloads: bundle and metadata.json byte-identical, the bundle still signs the metadata.
     api = HfApi(endpoint=hub_env.url, token=hub_env.write_token)

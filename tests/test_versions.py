@@ -11,7 +11,7 @@ import pytest
 from publisher.plan.matrix import load_matrix
 from publisher.plan.planner import make_plan
 from publisher.project.load import load_project
-from publisher.project.versions import parse_version, within
+from publisher.project.versions import parse_version, two_part_repair, within
 
 MATRIX = """
 schema: 1
@@ -48,27 +48,35 @@ depends = ["torch"]
 src = ["k.cu"]
 """
 
-# (minver, maxver); "12" is the case check and plan used to read differently
-BOUNDS = [(None, None), (None, "12"), (None, "12.8"), (None, "13"), (None, "13.0.0"), ("12.8", None),
-          ("12.8.1", None), ("13", None), ("12", "13"), ("12.6", "12.9"), ("11", "12.6"), ("13.2", "13.2"), (None, "11")]
+# (minver, maxver), every one a bound upstream reads (MAJOR.MINOR)
+BOUNDS = [(None, None), (None, "12.0"), (None, "12.8"), (None, "13.0"), ("12.8", None), ("12.9", None),
+          ("13.0", None), ("12.0", "13.0"), ("12.6", "12.9"), ("11.0", "12.6"), ("13.2", "13.2"), (None, "11.0")]
 
 
 @pytest.mark.parametrize("version,minver,maxver,inside", [
-    ("12.8", None, "12", False),  # upstream: 12.8 > 12 (kernels-data Version, CMake VERSION_GREATER)
-    ("12.0", None, "12", True),  # trailing zeros do not count
-    ("13.0", "13", "13.0.0", True),
-    ("2.14", "2.14.1", None, False),
-    ("2.14", None, "2.14.1", True),
-    ("12.8", "not-a-version", None, True),  # a bad bound is check's PB210, not a filter
+    ("12.8", None, "12.0", False),  # upstream: 12.8 > 12.0
+    ("12.0", None, "12.0", True),
+    ("13.0", "13.0", "13.0", True),
+    ("2.14", "2.15", None, False),
+    ("2.14", None, "2.14", True),
+    ("12.8", None, "12", True),  # a bound upstream refuses is check's PB109, not a filter
+    ("12.8", "12.9.0", None, True),
     ("garbage", None, None, False),
 ])
-def test_within_compares_whole_versions(version, minver, maxver, inside):
+def test_within_compares_major_minor(version, minver, maxver, inside):
     assert within(version, minver, maxver) is inside
 
 
-def test_parse_version_drops_trailing_zeros_and_refuses_junk():
-    assert parse_version("13.0.0") == parse_version("13") == (13,)
-    assert parse_version("12.x") is None and parse_version(12) is None
+def test_parse_version_reads_exactly_two_parts_as_upstream():
+    assert parse_version("13.0") == (13, 0) and parse_version(" 2.13 ") == (2, 13)
+    assert parse_version("13") is None and parse_version("13.0.0") is None and parse_version("2.13.0") is None
+    assert parse_version("12.x") is None and parse_version(12) is None and parse_version("١٢.8") is None
+
+
+@pytest.mark.parametrize("text,repair", [("13", "13.0"), ("2", "2.0"), ("2.13.0", "2.13"), ("13.0.0", "13.0"),
+                                         ("+12", "12.0"), ("12.8.1", None), ("12.8", None), ("12.x", None)])
+def test_two_part_repair_only_where_the_meaning_is_kept(text, repair):
+    assert two_part_repair(text) == repair
 
 
 def _check_toolkits(findings) -> set[str]:
@@ -90,3 +98,14 @@ def test_check_accepts_exactly_the_cells_plan_builds(tmp_path: Path, minver, max
     accepted = _check_toolkits(findings)
     assert accepted == planned
     assert bool(accepted) != any(f.code == "PB307" for f in findings)  # check warns exactly when nothing is built
+
+
+@pytest.mark.parametrize("field,value", [("general.cuda", 'minver = "13"'), ("general.cuda", 'maxver = "12.8.0"')])
+def test_check_refuses_bounds_upstream_refuses_with_the_fix(tmp_path: Path, field, value):
+    (tmp_path / "build.toml").write_text(BUILD.format(bounds=value))
+    project, findings = load_project(tmp_path, layout=False)
+    assert project is None
+    [bound] = [f for f in findings if f.code == "PB109"]
+    key = value.split(" ")[0]
+    assert bound.field == f"{field}.{key}" and bound.line == BUILD.format(bounds=value).splitlines().index(value) + 1
+    assert bound.hint.startswith('write "13.0"' if key == "minver" else 'write "12.8"')

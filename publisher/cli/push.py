@@ -27,6 +27,9 @@ from publisher.push.stage import refusal, run_push
                    "(`publisher test --allow-load-only`: 'loaded, not run'); never failed or crashed ones (repeatable).")
 @click.option("--partial", is_flag=True,
               help="Publish although required variants are missing; the card and the resolution table list them.")
+@click.option("--allow-api-change", is_flag=True,
+              help="Publish although a function, layer or op schema the version branch holds was removed or changed "
+                   "(callers of this version break; bumping `version` in build.toml is the usual way).")
 @matrix_option
 @click.option("--variant", "include", multiple=True, metavar="GLOB", help="Only variants matching GLOB (repeatable).")
 @click.option("--skip", multiple=True, metavar="GLOB", help="Leave out variants matching GLOB (repeatable).")
@@ -34,8 +37,8 @@ from publisher.push.stage import refusal, run_push
 @click.option("--no-card", is_flag=True, help="Do not update README.md on main.")
 @click.option("--signer-workflow", envvar="GITHUB_WORKFLOW_REF", metavar="OWNER/REPO/.github/workflows/FILE@REF",
               help="The workflow that signed the variants, for the card's verification policy (default: GITHUB_WORKFLOW_REF).")
-def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested, load_only, partial, matrix_file,
-            include, skip, branch, no_card, signer_workflow) -> int:
+def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested, load_only, partial, allow_api_change,
+            matrix_file, include, skip, branch, no_card, signer_workflow) -> int:
     """Publish the built variants of the project at PATH (default .) to REPO_ID
     (default [general.hub] repo-id) as one verified commit.
 
@@ -47,7 +50,8 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
     options = PushOptions.from_args(
         args, signer_workflow=signer_workflow, selection=Selection(tuple(include), tuple(skip)), private=private,
         dry_run=dry_run, create_pr=create_pr, endpoint=endpoint, allow_untested=allow_untested,
-        load_only=tuple(load_only), partial=partial, matrix_file=matrix_file, branch=branch, card=not no_card)
+        load_only=tuple(load_only), partial=partial, matrix_file=matrix_file, branch=branch, card=not no_card,
+        allow_api_change=allow_api_change)
     result = run_push(options, PushView(as_json))
     render_push(result, as_json)
     if result.refused:

@@ -65,6 +65,8 @@ class ReleaseView:
               help="Push matching variants no runner can test on their hardware once their import was checked "
                    "('loaded, not run'); never failed or crashed ones (repeatable).")
 @click.option("--partial", is_flag=True, help="Release although the selection lacks required variants.")
+@click.option("--allow-api-change", is_flag=True,
+              help="Release although a function, layer or op schema the version branch holds was removed or changed.")
 @test_options
 @matrix_option
 @click.option("--endpoint", envvar="HF_ENDPOINT", help="Hub URL (default: HF_ENDPOINT, else huggingface.co).")
@@ -82,7 +84,8 @@ class ReleaseView:
                                                                  "(default: all).")
 @click.option("--one-job-per", "per", type=click.Choice(["variant", "image"]),
               help="With --build-on: one build job per variant (the place's default), or one per image.")
-def command(path: Path, repo: str, local: bool, include, skip, allow_untested: bool, load_only, partial: bool, repo_id,
+def command(path: Path, repo: str, local: bool, include, skip, allow_untested: bool, load_only, partial: bool,
+            allow_api_change: bool, repo_id,
             require_gpu, timeout, all_tests, test_timeout, matrix_file, endpoint, private, dry_run, no_hub_cache,
             on, image, job_timeout, staging_repo, build_on, build_image, max_parallel, per) -> int:
     """Check, build, test and publish the kernel project in PATH."""
@@ -109,6 +112,7 @@ def command(path: Path, repo: str, local: bool, include, skip, allow_untested: b
         tests=TestOptions(repo_id=repo_id, timeout=timeout, test_timeout=test_timeout, require_gpu=require_gpu,
                           all_tests=all_tests),
         matrix_file=matrix_file, endpoint=endpoint, private=private, dry_run=dry_run, hub_cache=not no_hub_cache,
-        test_on=test_on, build_on=build_place, max_parallel=max_parallel, jobs_per=per),
+        test_on=test_on, build_on=build_place, max_parallel=max_parallel, jobs_per=per,
+        allow_api_change=allow_api_change),
         ReleaseView())
     return 0

@@ -12,6 +12,7 @@ import yaml
 from publisher.data import data_path, load_yaml
 from publisher.errors import UsageError
 from publisher.plan.variants import Platform, backend_of_compute, compute_version
+from publisher.project.versions import parse_version
 
 DEFAULT_MATRIX = data_path("matrix.yaml")
 
@@ -81,9 +82,10 @@ def _parse(path: Path, data: dict) -> Matrix:
     cells: list[Cell] = []
     seen: set[tuple[str, str, str]] = set()
     for release in data["torch"]:
-        version = str(release["version"])
-        if len(version.split(".")) != 2:
-            raise ValueError(f"torch version {version!r} must be MAJOR.MINOR")
+        version = release["version"]
+        if not isinstance(version, str) or parse_version(version) is None:
+            raise ValueError(f"torch version {version!r} must be a quoted MAJOR.MINOR string, e.g. \"2.15\" "
+                             "(build.toml bounds are compared with it as two numbers)")
         required = bool(release.get("required", False))
         for flavour in release["flavours"]:
             compute = str(flavour["compute"])
@@ -108,6 +110,10 @@ def _parse(path: Path, data: dict) -> Matrix:
                         torch_requirement=requirement,
                     )
                 )
+    for kind in ("cuda", "rocm"):
+        for key in toolkits.get(kind) or {}:
+            if not isinstance(key, str) or parse_version(key) is None:
+                raise ValueError(f"toolkits.{kind}: {key!r} must be a quoted MAJOR.MINOR string, e.g. \"13.0\"")
     as_tuples = lambda table: {str(k): tuple(str(a) for a in v) for k, v in (table or {}).items()}  # noqa: E731
     return Matrix(
         path=path,

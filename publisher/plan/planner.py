@@ -14,7 +14,7 @@ from publisher.plan.capabilities import effective_cuda_archs, effective_rocm_arc
 from publisher.plan.matrix import Cell, Matrix
 from publisher.plan.variants import Platform, Variant
 from publisher.project.model import ARCH_BACKENDS, Project
-from publisher.project.versions import version_key, within
+from publisher.project.versions import parse_version, version_key, within
 from publisher.toolchains.spec import ToolchainSpec
 
 
@@ -149,7 +149,7 @@ def _decide(project: Project, matrix: Matrix, cell: Cell) -> tuple[CellDecision,
     if stable is not None:
         if not within(cell.torch, stable, None):
             return out("stable-abi-too-old", f"torch {cell.torch} is older than the stable ABI version {stable}")
-        variant = Variant("torch-stable-abi", ".".join(stable.split(".")[:2]), cell.compute, Platform.parse(cell.platform))
+        variant = Variant("torch-stable-abi", "{}.{}".format(*parse_version(stable)), cell.compute, Platform.parse(cell.platform))
     else:
         variant = Variant("torch", cell.torch, cell.compute, Platform.parse(cell.platform))
     planned = PlannedVariant(variant=variant, toolchain=_spec(cell), required=cell.required, kernel_archs=archs)

@@ -163,7 +163,11 @@ def _package(root: Path, data: Mapping) -> list[Finding]:
     if not isinstance(name, str) or len(kinds) != 1:
         return out
     ext = "tvm-ffi-ext" if kinds[0] == "tvm-ffi" else "torch-ext"
-    if unusable(name):  # values.py reports the name; there is no such folder to look at
+    problem = unusable(name)
+    if problem:  # upstream's parser takes any length; no file system holds the package folder
+        out.append(finding("PB403", f"Python package folder {ext}/{name.replace('-', '_')[:40]}... cannot exist: "
+                           f"general.name {problem}", field="general.name",
+                           hint="shorten the name: it names the package folder, the module and the Hub repository"))
         return out
     package = root / ext / name.replace("-", "_")
     if not (package / "__init__.py").is_file():

@@ -20,7 +20,7 @@ except ModuleNotFoundError:  # Python 3.10
 from publisher.codes import finding
 from publisher.errors import MigrationRefused, ProjectError, UsageError
 from publisher.findings import Finding, Severity, has_errors, render_human
-from publisher.project import editions, schema
+from publisher.project import editions, schema, upstream
 from publisher.project.archs import check_archs
 from publisher.project.convert import to_config
 from publisher.project.layout import check_layout, file_kind, unusable
@@ -28,6 +28,7 @@ from publisher.project.locate import KeyLines
 from publisher.project.model import Project
 from publisher.project.platforms import platform_findings
 from publisher.project.settings import read_settings
+from publisher.project.torch_apis import removed_api_findings
 from publisher.project.upgrade import upgrade
 from publisher.project.values import check_values
 
@@ -36,11 +37,19 @@ _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 @lru_cache(maxsize=8)
-def matrix_toolkits(matrix_path: Path | None) -> tuple[dict, dict]:
+def _matrix(matrix_path: Path | None):
     from publisher.plan.matrix import find_matrix, load_matrix
 
-    matrix = load_matrix(find_matrix(None, matrix_path))
+    return load_matrix(find_matrix(None, matrix_path))
+
+
+def matrix_toolkits(matrix_path: Path | None) -> tuple[dict, dict]:
+    matrix = _matrix(matrix_path)
     return dict(matrix.cuda_toolkits), dict(matrix.rocm_toolkits)
+
+
+def matrix_torches(matrix_path: Path | None) -> tuple[str, ...]:
+    return tuple(sorted({cell.torch for cell in _matrix(matrix_path).cells}))
 
 
 def resolve(path: Path) -> tuple[Path, Path | None]:
@@ -103,6 +112,8 @@ def validate(data: Mapping, cuda_toolkits: Mapping, rocm_toolkits: Mapping) -> t
     not_ours = foreign(data)
     if not_ours:
         return not_ours, None, 0
+    if "general" not in data:  # not a legacy file: the table every edition requires is missing
+        return _validate_v5(data, 5, cuda_toolkits, rocm_toolkits), None, 0
     edition = editions.detect(data)
     if edition.era == editions.UNSUPPORTED:
         value = edition.edition
@@ -191,6 +202,7 @@ def place_findings(findings: list[Finding], data: Mapping | None, text: str | No
             item = next((v for v in items if f"`{v}`" in f.message or f"'{v}'" in f.message or f" {v} " in f" {f.message} "), None)
             keys = tuple(path.split("."))
             line = (lines.value_line(keys, f'"{item}"') if item is not None else None) or lines.line(keys)
+            line = line or 1  # a table the file does not have: it belongs at the top
         placed.append(replace(f, file=f.file or file, line=line))
     return placed
 
@@ -205,11 +217,13 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
     if data is None:
         return None, findings
     project_matrix = root / "matrix.yaml" if root and (root / "matrix.yaml").is_file() else None
-    cuda_toolkits, rocm_toolkits = matrix_toolkits(Path(matrix) if matrix else project_matrix)
+    matrix_path = Path(matrix) if matrix else project_matrix
+    cuda_toolkits, rocm_toolkits = matrix_toolkits(matrix_path)
     found, upgraded, written = validate(data, cuda_toolkits, rocm_toolkits)
+    findings = place_findings(found, data, text, file) + upstream_last_word(found, text, file)
     if root is not None and layout and upgraded is not None:
-        found += check_layout(root, upgraded, file)
-    findings = place_findings(found, data, text, file)
+        findings += place_findings(check_layout(root, upgraded, file), data, text, file)
+        findings += removed_api_findings(root, upgraded, matrix_torches(matrix_path))
     settings, settings_findings = read_settings(root if layout else None)
     findings += settings_findings
     if root is not None and layout and upgraded is not None:
@@ -221,6 +235,17 @@ def load_project(path: Path, *, layout: bool = True, matrix: Path | None = None)
                       hub_cache_trust=settings.hub_cache_trust)
     findings += place_findings(platform_findings(project, matrix), data, text, file)
     return project, findings
+
+
+def upstream_last_word(found: list[Finding], text: str, file: str) -> list[Finding]:
+    """Upstream's parser has the last word on a file publisher's rules pass."""
+    if has_errors(found):
+        return []
+    try:
+        verdict = upstream.parse(text.encode("utf-8"))
+    except upstream.ParserUnavailable as err:
+        return [upstream.unavailable_finding(str(err), file)]
+    return [] if verdict.accepted else [upstream.refusal_finding(verdict.message, text, file)]
 
 
 def _test_dependency_findings(root: Path, data: Mapping) -> list[Finding]:

@@ -1,4 +1,5 @@
-"""`publisher migrate`: rewrite a legacy build.toml (v1-v4) as edition 5.
+"""`publisher migrate`: rewrite a legacy build.toml (v1-v4) as edition 5, and
+repair what upstream's parser refuses where the meaning is plain.
 
 The file is edited through tomlkit, so comments, key order and formatting of
 everything that does not change survive. The rules themselves live in
@@ -16,8 +17,17 @@ from tomlkit.exceptions import TOMLKitError
 from publisher.errors import MigrationRefused, ProjectError
 from publisher.findings import Finding
 from publisher.project import editions
-from publisher.project.load import foreign, matrix_toolkits, place_findings, read_toml, resolve, tomllib, validate
-from publisher.project.upgrade import upgrade
+from publisher.project.load import (
+    foreign,
+    matrix_toolkits,
+    place_findings,
+    read_toml,
+    resolve,
+    tomllib,
+    upstream_last_word,
+    validate,
+)
+from publisher.project.upgrade import repair, upgrade
 
 
 @dataclass(frozen=True)
@@ -39,10 +49,10 @@ class Migration:
 
 
 def migrate_text(text: str, data: dict, *, license: str | None = None, version: int | None = None) -> tuple[str, str, list[str]]:
-    """(new text, era, changes) for TOML `text` whose parsed form is `data`."""
+    """(new text, era, changes) for TOML `text` whose parsed form is `data`:
+    upgraded to edition 5, and what upstream's parser refuses repaired where
+    the meaning is plain (both keep comments and order)."""
     edition = editions.detect(data)
-    if edition.era == editions.V5:
-        return text, edition.era, []
     try:
         doc = tomlkit.parse(text)
     except TOMLKitError as err:
@@ -51,7 +61,8 @@ def migrate_text(text: str, data: dict, *, license: str | None = None, version: 
         changes = upgrade(doc, edition, license=license, version=version, new_table=tomlkit.table)
     except MigrationRefused as err:
         raise ProjectError(f"cannot migrate ({edition.era} format): {err.message}", err.hint) from None
-    return tomlkit.dumps(doc), edition.era, changes
+    changes += repair(doc, new_table=tomlkit.table)
+    return (tomlkit.dumps(doc) if changes else text), edition.era, changes
 
 
 def plan_migration(path: Path, *, license: str | None = None, version: int | None = None) -> Migration:
@@ -70,13 +81,12 @@ def plan_migration(path: Path, *, license: str | None = None, version: int | Non
 
 
 def remaining_problems(migration: Migration) -> list[Finding]:
-    """Errors `check` still reports on the migrated file (config only)."""
+    """Errors `check` still reports on the migrated text (config only; upstream's
+    parser has the last word): what is left for hands, and why."""
     own_matrix = migration.path.parent / "matrix.yaml"  # as `check` reads the project
     cuda, rocm = matrix_toolkits(own_matrix if own_matrix.is_file() else None)
     data = tomllib.loads(migration.migrated)
     findings, _, _ = validate(data, cuda, rocm)
-    return [f for f in place_findings(findings, data, migration.migrated, str(migration.path)) if f.is_error]
-
-
-def write(migration: Migration) -> None:
-    migration.path.write_text(migration.migrated, encoding="utf-8")
+    findings = place_findings(findings, data, migration.migrated, str(migration.path))
+    findings += upstream_last_word(findings, migration.migrated, str(migration.path))
+    return [f for f in findings if f.is_error]

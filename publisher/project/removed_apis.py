@@ -34,6 +34,7 @@ class RemovedApi:
     rewrite: str | None = None  # exact replacement (re.sub template)
     include: str | None = None  # header the replacement needs
     header_map: tuple[tuple[str, str], ...] = ()  # THC header -> successor
+    example: str | None = None  # a small source using it (the test suite compiles it)
 
     @property
     def removed(self) -> bool:
@@ -78,6 +79,7 @@ def apis() -> tuple[RemovedApi, ...]:
             rewrite=entry.get("rewrite"),
             include=entry.get("include"),
             header_map=tuple((entry.get("header_map") or {}).items()),
+            example=entry.get("example"),
         ))
     return tuple(rules)
 
@@ -198,16 +200,18 @@ def _substitute(api: RemovedApi, text: str) -> tuple[str, int]:
 
 
 _INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include\b.*$", re.MULTILINE)
+_PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b.*$", re.MULTILINE)
 
 
 def _add_includes(text: str, headers: list[str]) -> str:
-    """`headers` not yet included, added after the file's last #include (or first)."""
+    """`headers` not yet included, added after the file's last #include (or
+    its `#pragma once`, or first)."""
     masked = mask(text, strings=False)
     missing = [h for h in headers if not re.search(r'#\s*include\s*[<"]' + re.escape(h) + r'[>"]', masked)]
     if not missing:
         return text
     lines = "".join(f"#include <{h}>\n" for h in missing)
-    includes = list(_INCLUDE_LINE.finditer(masked))
+    includes = list(_INCLUDE_LINE.finditer(masked)) or list(_PRAGMA_ONCE.finditer(masked))[:1]
     if not includes:
         return lines + text
     end = includes[-1].end()

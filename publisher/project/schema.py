@@ -211,7 +211,7 @@ def check_document(data: Mapping, edition: int) -> list[Finding]:
     if len(present) != 1:
         found = ", ".join(f"[{k}]" for k in present) or "none"
         out.append(finding("PB107", f"exactly one framework table ([torch], [torch-noarch] or [tvm-ffi]) is required; found {found}",
-                           field=present[1] if len(present) > 1 else None,
+                           field=present[1] if len(present) > 1 else (present[0] if present else "torch"),
                            hint="compiled kernels use [torch] (or [tvm-ffi]); Python-only kernels use [torch-noarch]"))
     for name in present:
         value = data[name]

@@ -1,4 +1,5 @@
-"""Rewrite a legacy build.toml (v1-v4) into edition 5, in place.
+"""Rewrite a legacy build.toml (v1-v4) into edition 5, in place, and repair
+(any edition) the values upstream's parser refuses whose meaning is plain.
 
 Works on any mutable mapping: plain dicts (check upgrades in memory) and
 tomlkit documents (migrate, which must keep comments and key order), so both
@@ -15,9 +16,10 @@ from publisher.errors import MigrationRefused
 from publisher.project import resources
 from publisher.project.editions import PRE_V1, UNSUPPORTED, V1_V2, V3, V4, V5, Edition
 from publisher.project.model import BACKENDS, V1_UNIVERSAL_BACKENDS
+from publisher.project.values import NAME
+from publisher.project.versions import two_part_repair
 
 _LANGUAGE_BACKEND = {"cuda": "cuda", "cuda-hipify": "cuda", "metal": "metal"}
-
 
 
 def _plain(value: Any) -> Any:
@@ -164,4 +166,79 @@ def _from_v3(doc: MutableMapping, general: MutableMapping, license: str | None, 
     if not any(k in doc for k in ("torch", "torch-noarch", "tvm-ffi")):
         doc["torch-noarch"] = new_table()
         changes.append("no framework table (v3 Python-only kernel) -> [torch-noarch]")
+    return changes
+
+
+def repair(doc: MutableMapping, new_table: Callable[[], MutableMapping] = dict) -> list[str]:
+    """Rewrite, in a file of any edition, the values upstream's parser refuses
+    where what the author meant is not in doubt; return what changed. Anything
+    else upstream refuses is left for hands (`check` says what and why)."""
+    changes: list[str] = []
+    general = doc.get("general")
+    if isinstance(general, MutableMapping):
+        changes += _repair_name(general)
+        changes += _repair_hub_keys(general, new_table)
+        if isinstance(general.get("cuda"), MutableMapping):
+            changes += _repair_bounds(general["cuda"], "general.cuda", ("minver", "maxver"))
+    torch = doc.get("torch")
+    if isinstance(torch, MutableMapping):
+        changes += _repair_bounds(torch, "torch", ("minver", "maxver", "stable-abi"))
+        if isinstance(torch.get("stable-abi"), MutableMapping):
+            changes += _repair_bounds(torch["stable-abi"], "torch.stable-abi", tuple(torch["stable-abi"]))
+    kernels = doc.get("kernel")
+    for name, kernel in (kernels.items() if isinstance(kernels, MutableMapping) else ()):
+        if isinstance(kernel, MutableMapping):
+            changes += _repair_bounds(kernel, f"kernel.{name}", ("cuda-minver",))
+            changes += _repair_depends(kernel, f"kernel.{name}")
+    return changes
+
+
+def _repair_bounds(table: MutableMapping, path: str, keys: tuple[str, ...]) -> list[str]:
+    """"13" -> "13.0", "2.13.0" -> "2.13": the reading before kernels 0.17 (trailing zeros did not count)."""
+    changes = []
+    for key in keys:
+        value = table.get(key)
+        fixed = two_part_repair(value) if isinstance(value, str) else None
+        if fixed is not None:
+            table[key] = fixed
+            changes.append(f'{path}.{key} "{value}" -> "{fixed}" (upstream reads exactly MAJOR.MINOR)')
+    return changes
+
+
+def _repair_name(general: MutableMapping) -> list[str]:
+    """`flash_attn` -> `flash-attn`: the Python package (dashes as underscores) stays `flash_attn`."""
+    name = general.get("name")
+    if not isinstance(name, str) or NAME.fullmatch(name) or "_" not in name:
+        return []
+    fixed = name.replace("_", "-")
+    if not NAME.fullmatch(fixed):
+        return []
+    general["name"] = fixed
+    return [f"general.name `{name}` -> `{fixed}` (names use dashes; the Python package stays `{name}`)"]
+
+
+def _repair_hub_keys(general: MutableMapping, new_table) -> list[str]:
+    """`repo-id` / `branch` written in [general]: they only exist in [general.hub]."""
+    changes = []
+    for key in ("repo-id", "branch"):
+        if key not in general:
+            continue
+        hub = general.get("hub")
+        if hub is not None and (not isinstance(hub, MutableMapping) or key in hub):
+            continue  # two values, or no table to move it to: for hands
+        if hub is None:
+            general["hub"] = hub = new_table()
+        hub[key] = _plain(general.pop(key))
+        changes.append(f"general.{key} -> [general.hub] {key}")
+    return changes
+
+
+def _repair_depends(kernel: MutableMapping, path: str) -> list[str]:
+    depends = kernel.get("depends")
+    renamed = resources.renamed_build_depends()
+    changes = []
+    for i, dep in enumerate(list(depends) if isinstance(depends, list) else []):
+        if isinstance(dep, str) and dep in renamed:
+            depends[i] = renamed[dep]
+            changes.append(f"{path}.depends: `{dep}` -> `{renamed[dep]}` (renamed upstream)")
     return changes

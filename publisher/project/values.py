@@ -13,7 +13,7 @@ from publisher.hub_names import repo_id_problem
 from publisher.project import resources
 from publisher.project.model import BACKENDS
 from publisher.project.schema import suggest
-from publisher.project.versions import parse_version
+from publisher.project.versions import parse_version, two_part_repair, version_problem
 
 NAME = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
 GIT_SCHEMES = ("https", "http", "git", "ssh", "git+ssh", "git+https", "git+http")
@@ -68,14 +68,15 @@ def check_values(data: Mapping) -> list[Finding]:
 def _name(general: Mapping, out: list[Finding]) -> None:
     name = general.get("name")
     if isinstance(name, str) and len(name) > MAX_NAME and NAME.fullmatch(name):
-        out.append(finding("PB201", f"general.name is {len(name)} characters long; at most {MAX_NAME}", field="general.name",
+        out.append(finding("PB113", f"general.name is {len(name)} characters long; the Hub takes at most {MAX_NAME}", field="general.name",
                            hint="shorten it: the name becomes folder, module and Hub repository names, which have length limits"))
     elif isinstance(name, str) and not NAME.fullmatch(name):
         fixed = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+        repaired = " (`publisher migrate` does; the Python package keeps its name)" if fixed == name.replace("_", "-") else ""
         out.append(finding("PB201", f"general.name `{name}` is not a valid kernel name: lowercase letters, digits and "
                            "dashes, starting with a letter, ending with a letter or digit, at least 2 characters",
-                           field="general.name", hint=f"use e.g. `{fixed}` (the Python package is the name with dashes as underscores)"
-                           if NAME.fullmatch(fixed) else "rename it, e.g. `my-kernel`"))
+                           field="general.name", hint=f"use e.g. `{fixed}`{repaired} (the Python package is the name with "
+                           "dashes as underscores)" if NAME.fullmatch(fixed) else "rename it, e.g. `my-kernel`"))
 
 
 def _version(general: Mapping, out: list[Finding]) -> None:
@@ -99,7 +100,7 @@ def _license(general: Mapping, out: list[Finding]) -> None:
     if not isinstance(value, str):
         return
     if not value.strip():
-        out.append(finding("PB212", "general.license is empty", field="general.license", hint='set e.g. `license = "apache-2.0"`'))
+        out.append(finding("PB112", "general.license is empty", field="general.license", hint='set e.g. `license = "apache-2.0"`'))
         return
     problem = license_problem(value)
     if problem:
@@ -125,7 +126,7 @@ def _backends(general: Mapping, out: list[Finding]) -> list[str] | None:
         return None
     backends = _strs(value)
     if not value:
-        out.append(finding("PB212", "general.backends is empty: nothing would be built", field="general.backends",
+        out.append(finding("PB112", "general.backends is empty: nothing would be built", field="general.backends",
                            hint=f"list the backends the kernel supports: {', '.join(BACKENDS)}"))
     seen: set[str] = set()
     for backend in backends:
@@ -195,18 +196,27 @@ def _kernel_depends(value: object, path: str, out: list[Finding]) -> None:
 
 
 def _bounds(table: Mapping, path: str, out: list[Finding]) -> None:
-    parsed = {}
     for key in ("minver", "maxver"):
-        value = table.get(key)
-        if isinstance(value, str):
-            parsed[key] = parse_version(value)
-            if parsed[key] is None:
-                out.append(finding("PB210", f"{path}.{key} `{value}` is not a version", field=f"{path}.{key}",
-                                   hint='write dotted numbers, e.g. "12.8"'))
-    low, high = parsed.get("minver"), parsed.get("maxver")
+        _version_bound(table.get(key), f"{path}.{key}", out)
+    low, high = parse_version(table.get("minver")), parse_version(table.get("maxver"))
     if low is not None and high is not None and low > high:
-        out.append(finding("PB210", f"{path}: minver {table['minver']} is above maxver {table['maxver']}", field=f"{path}.minver",
-                           hint="swap them or fix the bound: no version would be built"))
+        out.append(finding("PB210", f"{path}: minver {table['minver']} is above maxver {table['maxver']}: no version is built",
+                           field=f"{path}.minver", hint="swap them or fix the bound"))
+
+
+def _version_bound(value: object, path: str, out: list[Finding]) -> None:
+    """PB109 when upstream's parser refuses the bound (it reads exactly MAJOR.MINOR)."""
+    problem = version_problem(value) if isinstance(value, str) else None
+    if problem is None:
+        return
+    repair = two_part_repair(value)
+    if repair is not None:
+        hint = f'write "{repair}" (`publisher migrate` does)'
+    elif problem.startswith("has "):
+        hint = 'upstream compares MAJOR.MINOR only: write the release series, e.g. "12.8"'
+    else:
+        hint = 'write MAJOR.MINOR, e.g. "12.8"'
+    out.append(finding("PB109", f'{path} "{value}" {problem}', field=path, hint=hint))
 
 
 def _hub(hub: Mapping, out: list[Finding]) -> None:
@@ -217,24 +227,21 @@ def _hub(hub: Mapping, out: list[Finding]) -> None:
                            hint='write e.g. `repo-id = "my-org/my-kernel"`'))
     branch = hub.get("branch")
     if isinstance(branch, str) and not branch.strip():
-        out.append(finding("PB212", "general.hub.branch is empty", field="general.hub.branch", hint="remove it or name a branch"))
+        out.append(finding("PB112", "general.hub.branch is empty", field="general.hub.branch", hint="remove it or name a branch"))
 
 
 def _framework(data: Mapping, out: list[Finding]) -> None:
     torch = _table(data, "torch")
     _bounds(torch, "torch", out)
     stable = torch.get("stable-abi")
-    if isinstance(stable, str) and parse_version(stable) is None:
-        out.append(finding("PB210", f"torch.stable-abi `{stable}` is not a torch version", field="torch.stable-abi", hint='write e.g. "2.10"'))
-    elif isinstance(stable, Mapping):
+    _version_bound(stable, "torch.stable-abi", out)
+    if isinstance(stable, Mapping):
         for backend, version in stable.items():
             if backend not in BACKENDS:
                 close = suggest(str(backend), BACKENDS)
                 out.append(finding("PB204", f"torch.stable-abi: unknown backend `{backend}`", field=f"torch.stable-abi.{backend}",
                                    hint=f"did you mean `{close}`?" if close else f"backends are {', '.join(BACKENDS)}"))
-            if isinstance(version, str) and parse_version(version) is None:
-                out.append(finding("PB210", f"torch.stable-abi.{backend} `{version}` is not a torch version",
-                                   field=f"torch.stable-abi.{backend}", hint='write e.g. "2.10"'))
+            _version_bound(version, f"torch.stable-abi.{backend}", out)
     tvm = _table(data, "tvm-ffi")
     if isinstance(tvm.get("src"), list) and not tvm["src"]:
         out.append(finding("PB212", "tvm-ffi.src is empty", field="tvm-ffi.src", hint="list the tvm-ffi binding sources"))
@@ -265,6 +272,4 @@ def _kernels(data: Mapping, backends: list[str] | None, out: list[Finding]) -> N
             elif isinstance(backend, str) and backend in BACKENDS and backend not in depends[dep]:
                 out.append(finding("PB214", f"kernel `{name}` ({backend}) depends on `{dep}`, which is meant for {'/'.join(depends[dep])} kernels",
                                    field=f"{path}.depends", hint="check the dependency and the kernel backend"))
-        minver = kernel.get("cuda-minver")
-        if isinstance(minver, str) and parse_version(minver) is None:
-            out.append(finding("PB210", f"{path}.cuda-minver `{minver}` is not a version", field=f"{path}.cuda-minver", hint='write e.g. "12.8"'))
+        _version_bound(kernel.get("cuda-minver"), f"{path}.cuda-minver", out)

@@ -27,6 +27,7 @@ import yaml
 from publisher.bench.card import BenchSection
 from publisher.errors import ProjectError
 from publisher.project.model import Project
+from publisher.push.public_api import PublicApi
 from publisher.push.signature import SignerWorkflow
 from publisher.testing.report import OPS_RUN, describe_checks
 
@@ -72,6 +73,23 @@ def functions_and_layers(package_dir: Path) -> tuple[list[str], list[str]]:
             layers = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and (exported is None or n.name in exported)]
             break
     return functions, layers
+
+
+def api_section(api: PublicApi, version: int) -> list[str]:
+    """The public API of this version, as `publisher push` keeps it: what callers of `version=N` may rely on."""
+    out = ["## Public API", "",
+           f"What version {version} keeps: a later push of version {version} may add to it, never remove or change it "
+           "(that needs a new version).", ""]
+    functions = api.functions()
+    if functions:
+        out += ["Functions:", ""] + [f"- `{name}{signature}`" for name, signature in functions] + [""]
+    classes = api.classes()
+    if classes:
+        out += ["Classes and layers:", ""] + [f"- `{name}`" for name in classes] + [""]
+    schemas = api.schemas()
+    if schemas:
+        out += ["Op schemas:", "", "```"] + schemas + ["```", ""]
+    return out[:-1] if out[-1] == "" else out
 
 
 def describe_test(entry: dict | None) -> str:
@@ -201,9 +219,10 @@ def signing_section(repo_id: str, version: int, signer: SignerWorkflow | None) -
 
 def render(project: Project, repo_id: str, version: int, variants: list[VariantRow],
            missing: tuple[tuple[str, tuple[str, ...]], ...] = (), signer: SignerWorkflow | None = None,
-           signed: bool = False, measured: BenchSection | None = None) -> Card:
+           signed: bool = False, measured: BenchSection | None = None, api: PublicApi | None = None) -> Card:
     """`missing`: (platform, required variants) this release lacks (push --partial); `measured`: what
-    `publisher bench` measured for these variants, per device (its plots go with the card)."""
+    `publisher bench` measured for these variants, per device (its plots go with the card); `api`: the
+    public API this version keeps (push refuses to change it), listed in its own section."""
     root = project.root
     assert root is not None
     functions, layers = functions_and_layers(project.package_dir)
@@ -232,6 +251,8 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
         if measured and "benchmarks" not in meta.find_undeclared_variables(env.parse(source)):
             # the template has no place for them: the measurements still reach the card
             text = text.rstrip() + "\n\n## Benchmark results\n\n" + measured.markdown + "\n"
+        if api is not None and api.entries:
+            text = text.rstrip() + "\n\n" + "\n".join(api_section(api, version)) + "\n"
         return Card(text, linked_files(text, root, str(template), generated))
 
     out = [_front_matter(project, backends), f"# {project.name}", ""]
@@ -260,6 +281,8 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
             out += ["", f"Run them yourself: `kernels benchmark {repo_id}`."]
     if signed:
         out += ["", *signing_section(repo_id, version, signer)]
+    if api is not None and api.entries:
+        out += ["", *api_section(api, version)]
     if project.config.general.upstream:
         out += ["", "## Source", "", f"Adapted from {project.config.general.upstream}."]
     text = "\n".join(out).rstrip() + "\n"

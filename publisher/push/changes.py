@@ -160,10 +160,11 @@ def _group(name: str, local: list[LocalFile], remote: Mapping[str, RemoteFile], 
 def make_plan(repo_id: str, branch: str, variants: Mapping[str, Path], benchmarks: list[LocalFile],
               remote: Mapping[str, RemoteFile], new_branch: bool, parent_commit: str | None,
               sha256: Mapping[str, Mapping[str, str] | None] | None = None,
-              branches: Mapping[str, str] | None = None) -> PushPlan:
+              branches: Mapping[str, str] | None = None, records: tuple[LocalFile, ...] = ()) -> PushPlan:
     """remote: the files of the branch, or of main when the branch is new (it
     starts from main, and then every build/ and benchmarks/ file there is stale).
-    sha256: per variant, the file hashes the gate verified (not computed twice)."""
+    sha256: per variant, the file hashes the gate verified (not computed twice).
+    records: files of the release itself at the branch root (the public API record)."""
     groups = []
     for name in sorted(variants):
         prefix = f"build/{name}/"
@@ -178,6 +179,8 @@ def make_plan(repo_id: str, branch: str, variants: Mapping[str, Path], benchmark
                    and (new_branch or p.rsplit("/", 1)[-1].startswith("benchmark"))]
     if benchmarks or stale_bench:
         groups.append(_group("benchmarks", benchmarks, remote, stale_bench))
+    if records:
+        groups.append(_group("public API", list(records), remote, []))
     kept = sorted({p.split("/")[1] for p in remote if p.startswith("build/") and p.count("/") >= 2} - set(variants))
     return PushPlan(repo_id, branch, not new_branch, parent_commit, tuple(groups), tuple(kept), remote,
                     dict(branches or {}))

@@ -55,16 +55,17 @@ def read_branch(client: HubClient, repo_id: str, branch: str, branches: dict[str
 
 def plan_push(client: HubClient, repo_id: str, branch: str, variants: dict[str, Path], project_root: Path,
               branches: dict[str, str], new_repo: bool = False,
-              sha256: dict[str, dict[str, str] | None] | None = None) -> PushPlan:
+              sha256: dict[str, dict[str, str] | None] | None = None, records: tuple[LocalFile, ...] = ()) -> PushPlan:
     remote, exists, head = read_branch(client, repo_id, branch, branches, new_repo)
     return make_plan(repo_id, branch, variants, benchmark_files(project_root), remote, not exists, head,
-                     sha256, branches)
+                     sha256, branches, records)
 
 
 def plan_without_hub(repo_id: str, branch: str, variants: dict[str, Path], project_root: Path,
-                     sha256: dict[str, dict[str, str] | None] | None = None) -> PushPlan:
+                     sha256: dict[str, dict[str, str] | None] | None = None,
+                     records: tuple[LocalFile, ...] = ()) -> PushPlan:
     """The plan of a dry run that cannot reach the Hub: every file added, nothing compared."""
-    return make_plan(repo_id, branch, variants, benchmark_files(project_root), {}, True, None, sha256)
+    return make_plan(repo_id, branch, variants, benchmark_files(project_root), {}, True, None, sha256, records=records)
 
 
 def _commit_reconciled(client: HubClient, plan: PushPlan, target: str, message: str, description: str,

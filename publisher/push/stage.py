@@ -6,6 +6,7 @@ renders what this returns and reports through PushEvents."""
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,6 +18,7 @@ from typing import Protocol
 from publisher import state
 from publisher.bench.card import card_section
 from publisher.builder.metadata import SIGNATURE
+from publisher.codes import finding
 from publisher.errors import (
     OfflineError,
     ProjectError,
@@ -26,7 +28,7 @@ from publisher.errors import (
     TransientError,
     UsageError,
 )
-from publisher.findings import Finding, render_line
+from publisher.findings import Finding, Severity, render_line
 from publisher.hub_names import repo_id_problem
 from publisher.options import PushOptions
 from publisher.plan import resolver, selection
@@ -34,8 +36,8 @@ from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.project.model import Project
 from publisher.push import card as card_mod
-from publisher.push import coverage, gate, verify
-from publisher.push.changes import PushPlan, benchmark_files, variant_files
+from publisher.push import coverage, gate, public_api, verify
+from publisher.push.changes import LocalFile, PushPlan, benchmark_files, variant_files
 from publisher.push.early import EarlyUpload, place, published_from_here, record_published
 from publisher.push.hub_client import HubClient, RetryPolicy
 from publisher.push.publish import CommitOutcome, Staging, plan_push, plan_without_hub, publish, publish_card
@@ -101,10 +103,12 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     if client is None:
         raise client_problem
     hashes = {v.variant: v.sha256 for v in verdicts}  # verified by the gate: not computed again
+    api = public_api.extract(project, list(variants.values()))
+    records = (_api_record(build_dir, api),)
     where = place(client.endpoint, repo_id, branch)
     covered_here = coverage.check(project, matrix, variants)  # the release without what the branch may keep
     sending = None if dry_run else _send_early(client, repo_id, branch, early, build_dir, variants, hashes, project,
-                                               covered_here.finding(options.partial, repo_id), where)
+                                               covered_here.finding(options.partial, repo_id), where, records)
     # `kernels`, for the resolution table, is imported while the Hub answers (not before: its import
     # would hold up the requests above, which wait for the same interpreter lock)
     _in_background(resolver.warm)
@@ -121,25 +125,29 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
                 # a new version branch's staging branch is made while main's files are read for the plan;
                 # removed below if the push stops before its commit
                 staging = Staging(client, repo_id, branch, listed["main"])
-            plan = plan_push(client, repo_id, branch, variants, project.root, listed or {}, sha256=hashes)
+            plan = plan_push(client, repo_id, branch, variants, project.root, listed or {}, sha256=hashes,
+                             records=records)
         except (TransientError, OfflineError) as err:
             if not dry_run:
                 raise
             unreachable, listed = err.message, None
-            plan = plan_without_hub(repo_id, branch, variants, project.root, hashes)
+            plan = plan_without_hub(repo_id, branch, variants, project.root, hashes, records)
         covered = coverage.check(project, matrix, list(variants) + list(plan.kept_variants)) \
             if plan.kept_variants else covered_here
         gap = covered.finding(options.partial, f"{repo_id}@{branch}")
         if gap is not None:
             findings.append(gap)
             errors += [gap] if gap.is_error else []
+        api_change, api_findings = _api_check(client, plan, api, version, options) if unreachable is None else (None, [])
+        findings += api_findings
+        errors += [f for f in api_findings if f.is_error]
         for f in findings:
             if not f.is_error:
                 events.note(f"warning: {render_line(f)}")
         if errors and not dry_run:
             raise refusal(errors)
 
-        card, readme = _write_card(project, repo_id, version, verdicts, plan, covered, options.signer, build_dir)
+        card, readme = _write_card(project, repo_id, version, verdicts, plan, covered, options.signer, build_dir, api)
 
         report: dict = {"repo_id": repo_id, "branch": branch, "version": version, "dry_run": dry_run,
                         "endpoint": client.endpoint, "plan": plan.to_dict(), "card": str(readme),
@@ -147,6 +155,7 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
                         "warnings": [f"{f.code} {f.message}" for f in findings if not f.is_error],
                         "findings": [f.to_json() for f in findings],
                         "missing_required": dict(covered.missing),
+                        "public_api": _api_report(api, api_change),
                         "hub": {"compared": unreachable is None, "problem": unreachable}}
         if unreachable:
             events.note(f"note: could not compare with the Hub ({unreachable}); the plan shows every file as added, "
@@ -212,7 +221,7 @@ def _in_background(work: Callable[[], object]) -> Future:
 
 def _send_early(client: HubClient, repo_id: str, branch: str, look_ahead: Future | None, build_dir: Path,
                 variants: dict[str, Path], hashes: dict, project: Project, gap: Finding | None,
-                where: str) -> EarlyUpload | None:
+                where: str, records: tuple[LocalFile, ...]) -> EarlyUpload | None:
     """The gate has passed the build: its files go while the Hub answers the look-ahead and the plan's
     reads. Not when the variants here alone do not cover the release (`gap`: the coverage check, with
     what the branch keeps, may still refuse it), nor when it would be wasted: the branches, already
@@ -228,11 +237,56 @@ def _send_early(client: HubClient, repo_id: str, branch: str, look_ahead: Future
         return None
     return EarlyUpload(client, repo_id, [f for name in sorted(variants)
                                          for f in variant_files(variants[name], name, hashes.get(name))]
-                       + benchmark_files(project.root))
+                       + benchmark_files(project.root) + list(records))
+
+
+def _api_record(build_dir: Path, api: public_api.PublicApi) -> LocalFile:
+    """This release's public API, written where the push reads its files from."""
+    path = state.state_dir(build_dir) / public_api.API_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(api.to_json())
+    return LocalFile.read(public_api.API_FILE, path)
+
+
+def _api_check(client: HubClient, plan: PushPlan, api: public_api.PublicApi, version: int,
+               options: PushOptions) -> tuple[public_api.ApiChange | None, list[Finding]]:
+    """This push's public API against the record on the version branch it goes to (a new
+    branch is a new version: nothing to keep)."""
+    where = f"{plan.repo_id}@{plan.branch}"
+    if not plan.branch_exists:
+        return None, []
+    published = None
+    if public_api.API_FILE in plan.remote:
+        with tempfile.TemporaryDirectory(prefix="publisher-api-") as folder:
+            client.download(plan.repo_id, plan.parent_commit or plan.branch, [public_api.API_FILE], Path(folder))
+            published = public_api.PublicApi.from_json((Path(folder) / public_api.API_FILE).read_text(errors="replace"))
+    if published is None:
+        why = "holds no" if public_api.API_FILE not in plan.remote else "holds an unreadable"
+        return None, [finding("PP302", f"{where} {why} {public_api.API_FILE}: whether this push removes or changes a "
+                              "function, layer or op schema its callers use cannot be checked",
+                              hint="compare by hand with what the branch holds; this push records its API for the next")]
+    change = public_api.compare(published, api)
+    if not change.breaking:
+        return change, []
+    listed = "\n    ".join(change.lines()[:20]) + ("\n    ..." if len(change.lines()) > 20 else "")
+    return change, [finding(
+        "PP301", f"the public API of version {version} ({where}) would change for the code that already uses it:\n"
+                 f"    {listed}\n  bump `version` in build.toml to publish it as a new version",
+        severity=Severity.WARNING if options.allow_api_change else None,
+        hint="bump `version` in build.toml (callers of this version keep what they use), or pass --allow-api-change "
+             "when breaking them is deliberate")]
+
+
+def _api_report(api: public_api.PublicApi, change: public_api.ApiChange | None) -> dict:
+    return {"entries": dict(api.entries), "compared": change is not None,
+            "removed": [k for k, _ in change.removed] if change else [],
+            "changed": [k for k, _, _ in change.changed] if change else [],
+            "added": [k for k, _ in change.added] if change else []}
 
 
 def _write_card(project: Project, repo_id: str, version: int, verdicts: list[gate.Verdict], plan: PushPlan,
-                covered: coverage.Coverage, signer: SignerWorkflow | None, build_dir: Path) -> tuple[card_mod.Card, Path]:
+                covered: coverage.Coverage, signer: SignerWorkflow | None, build_dir: Path,
+                api: public_api.PublicApi) -> tuple[card_mod.Card, Path]:
     """The kernel card of this release, written to build/.publisher/README.md (a dry run shows it too)."""
     rows = [card_mod.VariantRow(v.variant, v.metadata["backend"]["type"], tuple(v.metadata["backend"].get("archs") or ()),
                                 card_mod.describe_test(v.test)) for v in verdicts]
@@ -241,7 +295,7 @@ def _write_card(project: Project, repo_id: str, version: int, verdicts: list[gat
     measured = card_section(build_dir, {v.variant: build_dir / v.variant for v in verdicts},
                             state.state_dir(build_dir) / "card-media")
     card = card_mod.render(project, repo_id, version, rows + kept_rows, covered.missing, signer=signer, signed=signed,
-                           measured=measured)
+                           measured=measured, api=api)
     readme = state.state_dir(build_dir) / "README.md"
     readme.parent.mkdir(parents=True, exist_ok=True)
     readme.write_text(card.text)

@@ -1,0 +1,59 @@
+"""`publisher migrate --sources`: the exact rewrites of removed torch C++ APIs
+(project/removed_apis.py's `port_text`) over the sources the build compiles,
+planned first (a diff and what is left for hands), written all at once."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from publisher.project.removed_apis import ApiUse, port_text
+from publisher.project.torch_apis import compiled_sources
+
+
+@dataclass(frozen=True)
+class PortedSource:
+    path: Path
+    name: str  # relative to the project, as messages show it
+    before: str
+    after: str
+    ported: tuple[ApiUse, ...]
+    left: tuple[ApiUse, ...]
+
+
+@dataclass(frozen=True)
+class SourcePort:
+    files: tuple[PortedSource, ...]
+
+    @property
+    def changed(self) -> tuple[PortedSource, ...]:
+        return tuple(f for f in self.files if f.after != f.before)
+
+    @property
+    def ported(self) -> tuple[ApiUse, ...]:
+        return tuple(u for f in self.files for u in f.ported)
+
+    @property
+    def left(self) -> tuple[ApiUse, ...]:
+        return tuple(u for f in self.files for u in f.left)
+
+    def texts(self) -> dict[Path, str]:
+        return {f.path: f.after for f in self.changed}
+
+    def diff(self) -> str:
+        return "".join("".join(difflib.unified_diff(
+            f.before.splitlines(keepends=True), f.after.splitlines(keepends=True),
+            fromfile=f"{f.name} (before)", tofile=f"{f.name} (ported)")) for f in self.changed)
+
+
+def plan_port(root: Path, data: Mapping) -> SourcePort:
+    """The port of every source the build of `data` (an edition-5 build.toml) compiles under `root`."""
+    real_root = root.resolve()
+    files = []
+    for path, text in compiled_sources(root, data).items():
+        name = path.relative_to(real_root).as_posix()
+        result = port_text(text, name)
+        files.append(PortedSource(path, name, text, result.text, result.ported, result.left))
+    return SourcePort(tuple(files))
