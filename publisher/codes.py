@@ -4,7 +4,8 @@ users search them and tests assert them; a code's severity here is its default
 
 PB: `check` (build.toml and layout). PB1xx the file and its shape, PB2xx
 values, PB3xx GPU architectures, PB4xx project layout, PB5xx platforms.
-PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole.
+PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole, PP4xx the
+release as its consumers load it.
 PA: `adopt` (a torch.utils.cpp_extension project ported to kernel-builder). PA10x finding the
 extension, PA11x the pybind11 binding, PA12x the Python code, PA13x general values, PA14x flags,
 PA15x paths, PA16x what would be written.
@@ -86,8 +87,13 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PP105": (W, "built from a dirty tree"),
     "PP106": (E, "tests failed or crashed (never published)"),
     "PP130": (E, "signature bundle does not stand for metadata.json"),
+    "PP140": (E, "backend.archs in metadata.json differ from the GPU code the library carries"),
     # push and release (the release as a whole)
     "PP201": (E, "required variants missing (a warning with --partial)"),
+    # push: the release as its consumers load it
+    "PP401": (E, "published, but consumers cannot load it as the card says"),
+    "PP402": (E, "the card's kernels call cannot load the kernel for its owner (no trust_remote_code)"),
+    "PP403": (W, "the consumer load could not be checked on this machine"),
 }
 
 

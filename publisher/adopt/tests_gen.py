@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from publisher.adopt.model import WRITTEN, Op, OpArg
+from publisher.consumer import LoadCall
 
 _GUESS = {"float": "0.5", "int": "4", "bool": "False", "str": '"default"', "Scalar": "1.0",
           "ScalarType": "torch.float32", "Device": "DEVICE", "int[]": "[1]", "float[]": "[0.5]", "bool[]": "[False]"}
@@ -64,7 +65,8 @@ def test_file(*, repo_id: str, version: int, device: str, paths: dict[str, str],
         "",
         f'DEVICE = "{device}"',
         "",
-        f'kernel = kernels.get_kernel("{repo_id}", version={version})',
+        LoadCall(repo_id, version).why(),
+        f"kernel = {LoadCall(repo_id, version).render(prefix='kernels.')}",
         "",
         "# op -> where users call it",
         "FUNCTIONS = {",

@@ -272,16 +272,8 @@ class Scheduler:
 
     def _validate(self, stage: Path) -> None:
         check = check_variant(stage)
-        if not check.ok:
+        if not check.ok:  # metadata.json read by the kernels client's own parser, and the digest
             raise BuildFailed(f"invalid variant: {check.problems[0]}")
-        try:  # the client's own parser, where installed
-            from kernels._rust import Metadata
-        except ImportError:
-            return
-        try:
-            Metadata.from_bytes((stage / METADATA).read_bytes())
-        except Exception as err:
-            raise BuildFailed(f"metadata.json is rejected by the kernels client: {err}") from None
 
     def _finish(self, res: VariantResult) -> VariantResult:
         detail = res.error or res.reason or (f"from {res.source}" if res.source else "")

@@ -1,0 +1,128 @@
+"""After the commit: load the published version as a consumer does, exactly as
+the card tells users (publisher.consumer.LoadCall), in a fresh process with a
+fresh Hugging Face cache and no token (consumer_probe.py), and check its ops.
+What a consumer meets, push meets first: an owner the Hub does not trust, a
+variant that does not import outside the build machine, metadata the client
+refuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from publisher.codes import finding
+from publisher.consumer import LoadCall
+from publisher.errors import PublishedIncomplete
+from publisher.findings import Finding
+
+_PROBE = Path(__file__).with_name("consumer_probe.py")
+TIMEOUT = 900  # seconds: a consumer's download of the variant included
+# what the probe's process does not inherit: credentials (a consumer has none), a local override of the
+# repo, offline mode, and HF_HUB_DISABLE_TELEMETRY (kernels 0.17.2 then sends an invalid User-Agent)
+_DROPPED = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_HOME", "HF_HUB_CACHE", "HF_XET_CACHE",
+            "HF_ASSETS_CACHE", "HF_HUB_OFFLINE", "LOCAL_KERNELS", "HF_HUB_DISABLE_TELEMETRY", "KERNELS_CACHE")
+
+
+@dataclass(frozen=True)
+class ConsumerLoad:
+    call: str  # the load call, as on the card
+    status: str  # loaded, no-variant, failed, not-checked
+    variant: str | None = None
+    ops: int | None = None
+    detail: str = ""  # the error, or why nothing was loaded here
+    with_token: bool = False  # a private repo: only consumers with access load it
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        """One line for the push's output."""
+        who = "with your token (the repo is private)" if self.with_token else "as a consumer (fresh cache, no token)"
+        if self.status == "loaded":
+            ops = f", {self.ops} op(s) registered" if self.ops else ""
+            return f"{self.call} {who}: loaded {self.variant}{ops}"
+        if self.status == "no-variant":
+            return f"{self.call} {who}: the publisher trust check and listing passed; no variant for this machine " \
+                   f"({self.detail}), so its import was not checked here"
+        if self.status == "not-checked":
+            return f"{self.call}: not checked here ({self.detail})"
+        return f"{self.call} {who}: FAILED: {self.detail}"
+
+
+def check(endpoint: str, call: LoadCall, variants: list[str], token: str | None = None) -> ConsumerLoad:
+    """Load `call` against `endpoint` in a fresh process; `token` only for a private repo."""
+    request = {"repo_id": call.repo_id, "version": call.version, "trust_remote_code": call.trust_remote_code,
+               "variants": variants}
+    with tempfile.TemporaryDirectory(prefix="publisher-consumer-") as home:
+        env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
+        env.update(HF_ENDPOINT=endpoint, HF_HOME=str(Path(home) / "hf"), HF_HUB_DISABLE_IMPLICIT_TOKEN="1")
+        if token:
+            env["HF_TOKEN"] = token
+            env.pop("HF_HUB_DISABLE_IMPLICIT_TOKEN")
+        try:
+            done = subprocess.run([sys.executable, str(_PROBE), json.dumps(request)], env=env, cwd=home,
+                                  capture_output=True, text=True, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return ConsumerLoad(call.render(), "not-checked", detail=f"the load took over {TIMEOUT} s",
+                                with_token=bool(token))
+    answer = _last_json(done.stdout)
+    if answer is None:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return ConsumerLoad(call.render(), "failed", detail=f"the loading process ended with code {done.returncode}: "
+                                                            f"{tail}", with_token=bool(token))
+    detail = answer.get("error") or answer.get("reason") or ""
+    return ConsumerLoad(call.render(), answer["status"], answer.get("variant"), answer.get("ops"), detail, bool(token))
+
+
+def _last_json(stdout: str) -> dict | None:
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and "status" in value:
+            return value
+    return None
+
+
+def fix_for(load: ConsumerLoad, call: LoadCall) -> str:
+    """What the author does about a failed consumer load."""
+    text = load.detail
+    if "trust_remote_code" in text:
+        return (f"the Hub does not let consumers load {call.repo_id} without trust_remote_code: show them "
+                f'`get_kernel("{call.repo_id}", version={call.version}, trust_remote_code=["{call.repo_id}"])`, '
+                f"or ask the Hub to mark {call.owner} a trusted kernel publisher")
+    if "requires kernels>=" in text:
+        return "consumers need a newer kernels client; say so on the card, or build without the feature that needs it"
+    if "registers no op" in text or "_ops" in text:
+        return ("the library registers no op under the variant's id: register ops with "
+                "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ...) in torch-ext/torch_binding.cpp, rebuild, test and push")
+    return ("the published variant does not load outside the build machine: reproduce with the call above in a "
+            "clean environment, fix the kernel, rebuild, test and push again (the push replaces the variant)")
+
+
+def findings(load: ConsumerLoad, call: LoadCall) -> list[Finding]:
+    """PP401 for a load that failed, PP403 for one this machine could not check."""
+    if load.failed:
+        return [finding("PP401", f"published, but consumers cannot load it: {load.detail}", hint=fix_for(load, call))]
+    if load.status == "not-checked":
+        return [finding("PP403", f"the consumer load was not checked here: {load.detail}",
+                        hint="install torch and kernels where you push, to check the published version loads")]
+    return []
+
+
+class ConsumersCannotLoad(PublishedIncomplete):
+    """The version branch holds the build, but a consumer cannot load it as the card says."""
+
+    def __init__(self, load: ConsumerLoad, call: LoadCall):
+        super().__init__(f"published, but consumers cannot load it: {load.call}: {load.detail}", fix_for(load, call))
+        self.findings = tuple(findings(load, call))
