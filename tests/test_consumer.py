@@ -5,9 +5,11 @@ CUDA variant by its archs, and `kernels-minver` in metadata.json."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from kernels._rust import Metadata, Version
+from metadata_fixtures import built_metadata, unreadable
 
 from publisher.consumer import LoadCall, Publisher, benchmark_commands
 from publisher.push.card import unloadable_calls
@@ -83,3 +85,16 @@ def test_metadata_carries_kernels_minver_as_upstream_computes_it(tmp_path, depen
         path = project / "build" / variant / "metadata.json"
         assert json.loads(path.read_text())["kernels-minver"] == minver
         assert Metadata.read_from_file(path).kernels_minver == Version.from_str(minver)
+
+
+def test_the_session_check_finds_publishers_builds_and_what_kernels_cannot_read(tmp_path):
+    project = write_noarch_project(tmp_path / "tiny")
+    assert run_cli("build", str(project), "--local").returncode == 0
+    found = built_metadata(tmp_path)
+    assert sorted(p.parent.name for p in found) == ["torch-cpu", "torch-cuda"] and unreadable(found) == []
+    two_parts, none = found
+    two_parts.write_text(json.dumps({**json.loads(two_parts.read_text()), "kernels-minver": "0.14"}))
+    none.write_text(json.dumps({k: v for k, v in json.loads(none.read_text()).items() if k != "kernels-minver"}))
+    problems = unreadable(found)
+    shutil.rmtree(project / "build")  # broken on purpose: not for the session's own check of every build
+    assert "Version has 2 components, expected 3" in problems[0] and problems[1].endswith(": no kernels-minver")
