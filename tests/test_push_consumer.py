@@ -136,3 +136,11 @@ def test_an_init_project_published_by_an_untrusted_org_runs_its_card_as_written(
                          text=True, timeout=600)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "float32: " in ran.stderr and "bfloat16: " in ran.stderr, ran.stderr  # each workload timed
+
+
+def test_a_private_release_is_loaded_with_the_token_consumers_need(hub_env, scale_project):
+    repo = repo_name(owner="someone-org")
+    pushed = run_cli("push", repo, str(scale_project), "--allow-untested", "--private", env=hub_env.env())
+    assert pushed.returncode == 0, pushed.output
+    assert "with your token (the repo is private): loaded torch-cpu" in pushed.stdout
+    assert hub_env.write_token not in pushed.output

@@ -58,29 +58,56 @@ class ConsumerLoad:
         return f"{self.call} {who}: FAILED: {self.detail}"
 
 
-def check(endpoint: str, call: LoadCall, variants: list[str], token: str | None = None) -> ConsumerLoad:
-    """Load `call` against `endpoint` in a fresh process; `token` only for a private repo."""
-    request = {"repo_id": call.repo_id, "version": call.version, "trust_remote_code": call.trust_remote_code,
-               "variants": variants}
-    with tempfile.TemporaryDirectory(prefix="publisher-consumer-") as home:
+class PendingLoad:
+    """A consumer's process, started early so that its imports (torch, kernels) overlap the upload; it
+    loads the version once told what to load (`go`, after the commit), from its own empty cache."""
+
+    def __init__(self, endpoint: str):
+        self._home = tempfile.TemporaryDirectory(prefix="publisher-consumer-")
         env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
-        env.update(HF_ENDPOINT=endpoint, HF_HOME=str(Path(home) / "hf"), HF_HUB_DISABLE_IMPLICIT_TOKEN="1")
-        if token:
-            env["HF_TOKEN"] = token
-            env.pop("HF_HUB_DISABLE_IMPLICIT_TOKEN")
+        env.update(HF_ENDPOINT=endpoint, HF_HOME=str(Path(self._home.name) / "hf"))
+        self._process = subprocess.Popen([sys.executable, str(_PROBE)], env=env, cwd=self._home.name,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True)
+        self.call: LoadCall | None = None
+        self.with_token = False
+
+    def go(self, call: LoadCall, variants: list[str], token: str | None = None) -> None:
+        """Load `call` now; `token` only for a private repo (handed over the pipe, never in argv or logs)."""
+        self.call, self.with_token = call, bool(token)
+        request = {"repo_id": call.repo_id, "version": call.version, "trust_remote_code": call.trust_remote_code,
+                   "variants": variants, "token": token}
         try:
-            done = subprocess.run([sys.executable, str(_PROBE), json.dumps(request)], env=env, cwd=home,
-                                  capture_output=True, text=True, timeout=TIMEOUT)
+            self._process.stdin.write(json.dumps(request) + "\n")
+            self._process.stdin.flush()  # communicate() closes it
+        except OSError:
+            pass  # it ended already: result() says how
+
+    def result(self) -> ConsumerLoad:
+        assert self.call is not None, "go() first"
+        try:
+            stdout, stderr = self._process.communicate(timeout=TIMEOUT)
         except subprocess.TimeoutExpired:
-            return ConsumerLoad(call.render(), "not-checked", detail=f"the load took over {TIMEOUT} s",
-                                with_token=bool(token))
-    answer = _last_json(done.stdout)
-    if answer is None:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return ConsumerLoad(call.render(), "failed", detail=f"the loading process ended with code {done.returncode}: "
-                                                            f"{tail}", with_token=bool(token))
-    detail = answer.get("error") or answer.get("reason") or ""
-    return ConsumerLoad(call.render(), answer["status"], answer.get("variant"), answer.get("ops"), detail, bool(token))
+            self.cancel()
+            return self._load("not-checked", detail=f"the load took over {TIMEOUT} s")
+        finally:
+            self._home.cleanup()
+        answer = _last_json(stdout)
+        if answer is None:
+            tail = (stderr.strip().splitlines() or ["no output"])[-1]
+            return self._load("failed", detail=f"the loading process ended with code {self._process.returncode}: {tail}")
+        return self._load(answer["status"], answer.get("variant"), answer.get("ops"),
+                          answer.get("error") or answer.get("reason") or "")
+
+    def cancel(self) -> None:
+        """Stop it (the push stopped before its end)."""
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.communicate()
+        self._home.cleanup()
+
+    def _load(self, status: str, variant: str | None = None, ops: int | None = None, detail: str = "") -> ConsumerLoad:
+        return ConsumerLoad(self.call.render(), status, variant, ops, detail, self.with_token)
 
 
 def _last_json(stdout: str) -> dict | None:

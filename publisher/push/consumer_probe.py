@@ -8,23 +8,31 @@ publisher, and prints one JSON line:
   {"status": "failed", "stage": "load"|"ops", "error": ...}
   {"status": "not-checked", "reason": ...}     torch or kernels cannot be imported here
 
-argv[1]: JSON {"repo_id", "version", "trust_remote_code" (list or null), "variants"}.
+It imports torch and kernels first, then reads the request from stdin, one JSON line
+{"repo_id", "version", "trust_remote_code" (list or null), "variants", "token" (null
+unless the repo is private)}; stdin closed without one: nothing to load.
 """
 
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
 
-def main() -> dict:
-    request = json.loads(sys.argv[1])
+def main() -> dict | None:
     try:
         import kernels
         import torch
         from kernels.variants import parse_variant, resolve_variant, variants_trace_str
     except ImportError as err:
         return {"status": "not-checked", "reason": f"{err.name or err} cannot be imported here"}
+    line = sys.stdin.readline()
+    if not line.strip():
+        return None
+    request = json.loads(line)
+    if request.get("token"):
+        os.environ["HF_TOKEN"] = request["token"]
 
     parsed = []
     for name in request["variants"]:
@@ -60,4 +68,6 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main()))
+    answer = main()
+    if answer is not None:
+        print(json.dumps(answer))

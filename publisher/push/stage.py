@@ -124,6 +124,7 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     _in_background(resolver.warm)
     unreachable = None
     staging = None
+    loading = None  # the consumer load, once the version is published
     try:
         try:
             listed = _answer(early) if early else None
@@ -183,6 +184,9 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
             return _with_resolutions(result, resolving, events)
 
         main_read_early = _read_main_early(client, plan) if options.card else None
+        # a consumer's fresh process imports torch and kernels while the files travel (not for a pull request:
+        # the branch consumers load stays as it is)
+        loading = None if options.create_pr else consumer_load.PendingLoad(client.endpoint)
         if listed is None:  # a new repo (its plan compared with nothing); main's head is read while the files upload
             client.ensure_repo(repo_id, options.private)
         if not plan.is_noop:
@@ -195,6 +199,9 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
         report["verified"] = True  # publish() compared the commit's files with this build (it raises otherwise)
         report["verify_problems"] = []
         events.committed(outcome, branch, len(plan.expected()))
+        # the version is published: the consumer loads it while the card commits
+        if loading is not None:
+            _load_as_consumer(loading, client, call, list(variants) + list(plan.kept_variants))
 
         if options.card:
             try:
@@ -209,9 +216,9 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
             report["card_commit"] = card_outcome.commit
             events.card(card_outcome.commit)
         background.shutdown(wait=True)
-        if not options.create_pr:
+        if loading is not None:
             _try_record(build_dir, variants, where)
-            load = _load_as_consumer(client, call, list(variants) + list(plan.kept_variants))
+            load = loading.result()
             report["consumer"] = load.to_dict()
             report["findings"] += [f.to_json() for f in consumer_load.findings(load, call)]
             result = replace(result, consumer=load)
@@ -219,6 +226,8 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     except BaseException:
         if staging is not None:
             staging.remove()  # a push that stops before its commit leaves no branch of its own behind
+        if loading is not None:
+            loading.cancel()
         raise
 
 
@@ -273,13 +282,14 @@ def _card_calls(card: card_mod.Card, call: LoadCall, readme: Path) -> list[Findi
             for found in card_mod.unloadable_calls(card.text, call)]
 
 
-def _load_as_consumer(client: HubClient, call: LoadCall, variants: list[str]) -> ConsumerLoad:
+def _load_as_consumer(loading: consumer_load.PendingLoad, client: HubClient, call: LoadCall,
+                      variants: list[str]) -> None:
     """The card's call, made as a consumer; with the token only where the repo is private."""
     try:
         private = client.single_attempt().is_private(call.repo_id)
     except PublisherError:
         private = False
-    return consumer_load.check(client.endpoint, call, variants, token=client.token if private else None)
+    loading.go(call, variants, token=client.token if private else None)
 
 
 def _write_card(project: Project, call: LoadCall, verdicts: list[gate.Verdict], plan: PushPlan,
