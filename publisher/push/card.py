@@ -2,12 +2,16 @@
 
 With a project CARD.md it is rendered as a Jinja template with upstream's
 variables (kernel-builder's card.rs: repo_id, functions, layers, has_benchmark,
-upstream, license) plus ours (version, variants, benchmarks). Without one, a
-card is generated: front matter, a usage snippet with the right `version=`,
-functions and layers read statically from the package's `__all__`, the
-variants with where they were tested, what `publisher bench` measured for
-this release's variants (a table and a plot per device: publisher/bench/card.py),
-and the benchmark table and plot when benchmarks/results.json exists.
+upstream, license) plus ours (version, variants, benchmarks, load_call,
+trust_note, benchmark_commands, signing). Without one, a card is generated:
+front matter, a usage snippet that loads as written for the repo's owner (the
+load call of publisher/consumer.py: trust_remote_code unless the Hub marks the
+owner trusted), functions and layers read statically from the package's
+`__all__`, the variants with where they were tested and on which GPUs
+`kernels` loads each, what `publisher bench` measured for this release's
+variants (a table and a plot per device: publisher/bench/card.py), and the
+benchmark table and plot when benchmarks/results.json exists. A card whose
+`kernels` calls cannot load the repo for its owner is refused (push PP402).
 
 Every relative link of the card must resolve on `main`, where the card goes:
 the project files it links (a plot, a results file, a doc) are committed with

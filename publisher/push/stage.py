@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from publisher import state
+from publisher import env, state
 from publisher.bench.card import card_section
 from publisher.builder.metadata import SIGNATURE
 from publisher.codes import finding
@@ -202,6 +202,9 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
         # the version is published: the consumer loads it while the card commits
         if loading is not None:
             _load_as_consumer(loading, client, call, list(variants) + list(plan.kept_variants))
+            if env.hub_telemetry_disabled():
+                events.note("note: HF_HUB_DISABLE_TELEMETRY is set here; kernels 0.17.2 then sends an invalid "
+                            "User-Agent and loads no kernel, so the consumer load runs without it")
 
         if options.card:
             try:
