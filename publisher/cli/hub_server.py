@@ -60,13 +60,13 @@ def render_banner(server: HubServer, options: HubServerOptions) -> None:
         # A throwaway credential for this local server only, printed so the user can use it.
         click.echo(f"  export HF_TOKEN={options.tokens[0]}   # write token of this local server", err=True)
     click.echo("  (do not set HF_HUB_DISABLE_TELEMETRY: kernels 0.17.2 then sends an invalid User-Agent)", err=True)
-    trusted = ", ".join(sorted(server.state.config.trusted_orgs)) or "none (--trusted-org ORG names one)"
-    click.echo(f"  Trusted kernel publishers: {trusted}; kernels of any other org, and of the user account "
-               f"{server.state.config.user} (no org overview, as on the Hub), load only with trust_remote_code", err=True)
     jobs_dir = options.jobs_dir or options.data_dir / "jobs"
     click.echo(f"  Jobs API: jobs run with the {options.jobs_executor} executor (folders: {jobs_dir});", err=True)
     click.echo(f"  with the exports above, `hf jobs run IMAGE COMMAND...` or HfApi(endpoint='{server.url}').run_job(...)",
                err=True)
+    trusted = ", ".join(sorted(server.state.config.trusted_orgs)) or "none (--trusted-org ORG names one)"
+    click.echo(f"  Trusted kernel publishers: {trusted}; kernels of any other org, and of the user account "
+               f"{server.state.config.user} (no org overview, as on the Hub), load only with trust_remote_code", err=True)
     unmet = unmet_requirement(options.jobs_executor)
     if unmet:
         click.echo(f"warning: {unmet}", err=True)
