@@ -99,11 +99,13 @@ def test_a_published_version_consumers_cannot_load_ends_the_push_with_the_fix(hu
 
 def test_a_push_to_a_hub_without_xet_names_the_cause_and_the_fix(hub, scale_project, tmp_path):
     env = {k: v for k, v in hub.env().items() if k != "HF_HUB_DISABLE_XET"}
-    env["HF_HOME"] = str(tmp_path / "hf-home")
+    env.update(HF_HOME=str(tmp_path / "hf-home"), TMPDIR=str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     pushed = run_cli("push", repo_name(), str(scale_project), "--allow-untested", env=env, process=True)
     assert pushed.returncode == 3, pushed.output
     assert "has no Xet storage (it answers 404 to xet-write-token)" in pushed.stderr
     assert "export HF_HUB_DISABLE_XET=1" in pushed.stderr and "free space and permissions" not in pushed.stderr
+    assert list((tmp_path / "tmp").iterdir()) == []  # the consumer's folder, made for a load that never came, is gone
 
 
 def test_an_init_project_published_by_an_untrusted_org_runs_its_card_as_written(hub_env, tmp_path):

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
+import threading
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from publisher import runner
 from publisher.codes import finding
 from publisher.consumer import LoadCall
 from publisher.errors import PublishedIncomplete
@@ -60,51 +62,66 @@ class ConsumerLoad:
 
 class PendingLoad:
     """A consumer's process, started early so that its imports (torch, kernels) overlap the upload; it
-    loads the version once told what to load (`go`, after the commit), from its own empty cache."""
+    loads the version once told what to load (`go`, after the commit), from its own empty cache. It runs
+    through publisher's runner (killed with publisher, its output redacted); what to load is handed over
+    as a file in its private folder, which it reads and deletes."""
 
     def __init__(self, endpoint: str):
-        self._home = tempfile.TemporaryDirectory(prefix="publisher-consumer-")
+        self._home = tempfile.TemporaryDirectory(prefix="publisher-consumer-", ignore_cleanup_errors=True)
+        self._request = Path(self._home.name) / "request.json"
         env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
         env.update(HF_ENDPOINT=endpoint, HF_HOME=str(Path(self._home.name) / "hf"))
-        self._process = subprocess.Popen([sys.executable, str(_PROBE)], env=env, cwd=self._home.name,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         text=True)
+        self._done: Future = Future()
+        argv = [sys.executable, str(_PROBE), str(self._request)]
+        threading.Thread(target=self._run, args=(argv, env), name="publisher-consumer-load", daemon=True).start()
         self.call: LoadCall | None = None
         self.with_token = False
 
-    def go(self, call: LoadCall, variants: list[str], token: str | None = None) -> None:
-        """Load `call` now; `token` only for a private repo (handed over the pipe, never in argv or logs)."""
-        self.call, self.with_token = call, bool(token)
-        request = {"repo_id": call.repo_id, "version": call.version, "trust_remote_code": call.trust_remote_code,
-                   "variants": variants, "token": token}
+    def _run(self, argv: list[str], env: dict[str, str]) -> None:
         try:
-            self._process.stdin.write(json.dumps(request) + "\n")
-            self._process.stdin.flush()  # communicate() closes it
-        except OSError:
-            pass  # it ended already: result() says how
+            done = runner.run(argv, cwd=self._home.name, env=env, timeout=TIMEOUT)
+        except BaseException as err:  # noqa: BLE001 - result() reports it
+            self._home.cleanup()
+            self._done.set_exception(err)
+            return
+        self._home.cleanup()  # before the answer: whoever waits for it may exit right after
+        self._done.set_result(done)
+
+    def _hand_over(self, request: dict) -> None:
+        partial = self._request.with_suffix(".partial")
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # may hold a private repo's token
+        with os.fdopen(fd, "w") as fh:
+            json.dump(request, fh)
+        partial.replace(self._request)
+
+    def go(self, call: LoadCall, variants: list[str], token: str | None = None) -> None:
+        """Load `call` now; `token` only for a private repo (handed over privately, never in argv or logs)."""
+        self.call, self.with_token = call, bool(token)
+        self._hand_over({"repo_id": call.repo_id, "version": call.version,
+                         "trust_remote_code": call.trust_remote_code, "variants": variants, "token": token})
 
     def result(self) -> ConsumerLoad:
         assert self.call is not None, "go() first"
-        try:
-            stdout, stderr = self._process.communicate(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.cancel()
+        done = self._done.result()
+        if done.timed_out:
             return self._load("not-checked", detail=f"the load took over {TIMEOUT} s")
-        finally:
-            self._home.cleanup()
-        answer = _last_json(stdout)
+        answer = _last_json(done.output)
         if answer is None:
-            tail = (stderr.strip().splitlines() or ["no output"])[-1]
-            return self._load("failed", detail=f"the loading process ended with code {self._process.returncode}: {tail}")
+            tail = (done.output.strip().splitlines() or ["no output"])[-1]
+            return self._load("failed", detail=f"the loading process ended with code {done.returncode}: {tail}")
         return self._load(answer["status"], answer.get("variant"), answer.get("ops"),
                           answer.get("error") or answer.get("reason") or "")
 
     def cancel(self) -> None:
-        """Stop it (the push stopped before its end)."""
-        if self._process.poll() is None:
-            self._process.kill()
-        self._process.communicate()
-        self._home.cleanup()
+        """The push stopped before its end. Not told what to load yet: its folder goes, and it ends
+        without loading. Loading already: it is let finish (its folder goes with it)."""
+        if self.call is None:
+            self._home.cleanup()
+            return
+        try:
+            self._done.result(timeout=TIMEOUT)
+        except BaseException:  # noqa: BLE001 - the push's own error is the one to report
+            pass
 
     def _load(self, status: str, variant: str | None = None, ops: int | None = None, detail: str = "") -> ConsumerLoad:
         return ConsumerLoad(self.call.render(), status, variant, ops, detail, self.with_token)

@@ -8,15 +8,17 @@ publisher, and prints one JSON line:
   {"status": "failed", "stage": "load"|"ops", "error": ...}
   {"status": "not-checked", "reason": ...}     torch or kernels cannot be imported here
 
-It imports torch and kernels first, then reads the request from stdin, one JSON line
-{"repo_id", "version", "trust_remote_code" (list or null), "variants", "token" (null
-unless the repo is private)}; stdin closed without one: nothing to load.
+It imports torch and kernels first, then waits for the request: the JSON file argv[1]
+names, {"repo_id", "version", "trust_remote_code" (list or null), "variants", "token"
+(null unless the repo is private)}, which it deletes once read; its folder gone: nothing
+to load.
 """
 
 import importlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 
@@ -27,10 +29,13 @@ def main() -> dict | None:
         from kernels.variants import parse_variant, resolve_variant, variants_trace_str
     except ImportError as err:
         return {"status": "not-checked", "reason": f"{err.name or err} cannot be imported here"}
-    line = sys.stdin.readline()
-    if not line.strip():
-        return None
-    request = json.loads(line)
+    handed = Path(sys.argv[1])
+    while not handed.exists():  # written (atomically) once the version is published
+        if not handed.parent.is_dir():
+            return None  # the push stopped before publishing: nothing to load
+        time.sleep(0.02)
+    request = json.loads(handed.read_text())
+    handed.unlink()
     if request.get("token"):
         os.environ["HF_TOKEN"] = request["token"]
 

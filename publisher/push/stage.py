@@ -126,6 +126,9 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     staging = None
     loading = None  # the consumer load, once the version is published
     try:
+        if not dry_run and not options.create_pr:  # (a pull request leaves the branch consumers load as it is)
+            # a consumer's fresh process imports torch and kernels while the Hub answers and the files travel
+            loading = consumer_load.PendingLoad(client.endpoint)
         try:
             listed = _answer(early) if early else None
             if early is None or (isinstance(listed, BaseException) and not dry_run):
@@ -184,9 +187,6 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
             return _with_resolutions(result, resolving, events)
 
         main_read_early = _read_main_early(client, plan) if options.card else None
-        # a consumer's fresh process imports torch and kernels while the files travel (not for a pull request:
-        # the branch consumers load stays as it is)
-        loading = None if options.create_pr else consumer_load.PendingLoad(client.endpoint)
         if listed is None:  # a new repo (its plan compared with nothing); main's head is read while the files upload
             client.ensure_repo(repo_id, options.private)
         if not plan.is_noop:
