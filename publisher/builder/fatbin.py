@@ -9,6 +9,7 @@ architecture too)."""
 
 from __future__ import annotations
 
+import mmap
 import re
 import struct
 from dataclasses import dataclass
@@ -62,36 +63,43 @@ def _sections(data: bytes) -> dict[str, tuple[int, int]]:
     out = {}
     for name, _type, _flags, _addr, offset, size in headers:
         start = names_at + name
-        out[data[start:data.index(b"\0", start)].decode(errors="replace")] = (offset, size)
+        out[data[start:data.find(b"\0", start)].decode(errors="replace")] = (offset, size)
     return out
 
 
 def read_device_code(library: Path) -> DeviceCode:
     """The SASS and PTX architectures in `library` (NONE when it carries no GPU code); ValueError when it
-    is not an ELF file or its fat binary is malformed."""
-    data = Path(library).read_bytes()
+    is not an ELF file or its fat binary is malformed. Mapped, not read: a library can be hundreds of MiB."""
+    with open(library, "rb") as fh:
+        if fh.read(4) != _ELF_MAGIC:
+            raise ValueError(f"{library}: not an ELF file")
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return _device_code(library, data)
+
+
+def _device_code(library: Path, data) -> DeviceCode:
     where = _sections(data).get(".nv_fatbin")
     if where is None:
         return NONE
-    offset, size = where
-    blob = memoryview(data)[offset:offset + size]
+    start, size = where
+    stop = start + size
     sass: set[str] = set()
     ptx: set[str] = set()
-    pos = 0
-    while pos + _CONTAINER.size <= len(blob):
-        magic, _version, header, entries = _CONTAINER.unpack_from(blob, pos)
+    pos = start
+    while pos + _CONTAINER.size <= stop:
+        magic, _version, header, entries = _CONTAINER.unpack_from(data, pos)
         if magic != _FATBIN_MAGIC:
             pos += 8  # containers are 8-byte aligned; padding between them
             continue
         entry, end = pos + header, pos + header + entries
-        if end > len(blob):
+        if end > stop:
             raise ValueError(f"{library}: a fat binary runs past the end of .nv_fatbin")
         while entry + _ENTRY_FLAGS + 4 <= end:
-            kind, _version, entry_header, payload = _ENTRY.unpack_from(blob, entry)
+            kind, _version, entry_header, payload = _ENTRY.unpack_from(data, entry)
             if entry_header < _ENTRY_FLAGS + 4:
                 raise ValueError(f"{library}: a fat binary entry header of {entry_header} bytes")
-            (number,) = struct.unpack_from("<I", blob, entry + _ENTRY_ARCH)
-            (flags,) = struct.unpack_from("<I", blob, entry + _ENTRY_FLAGS)
+            (number,) = struct.unpack_from("<I", data, entry + _ENTRY_ARCH)
+            (flags,) = struct.unpack_from("<I", data, entry + _ENTRY_FLAGS)
             suffix = "a" if flags & _ARCH_SPECIFIC else "f" if flags & _FAMILY_SPECIFIC else ""
             arch = f"{number // 10}.{number % 10}{suffix}"
             if _KINDS.get(kind) == "sass":
@@ -121,13 +129,18 @@ def variant_code(variant_dir: Path) -> DeviceCode | None:
     """The GPU code of every ELF library of a variant together; None when it has no library publisher
     can read (Python-only, or a platform that is not ELF)."""
     libraries = [p for p in sorted(Path(variant_dir).rglob("*.so")) if p.is_file()]
-    readable = [p for p in libraries if p.read_bytes()[:4] == _ELF_MAGIC]
+    readable = [p for p in libraries if _is_elf(p)]
     if not readable:
         return None
     code = NONE
     for library in readable:
         code = code | read_device_code(library)
     return code
+
+
+def _is_elf(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(4) == _ELF_MAGIC
 
 
 def archs_difference(archs: tuple[str, ...], code: DeviceCode) -> list[str]:
