@@ -120,6 +120,9 @@ def test_an_init_project_published_by_an_untrusted_org_runs_its_card_as_written(
     assert tested.returncode == 0, tested.output
     pushed = run_cli("push", repo, str(project), "--partial", env=env)
     assert pushed.returncode == 0, pushed.output
+    # push loaded the compiled variant as a consumer and found its op registered
+    assert re.search(r"as a consumer \(fresh cache, no token\): loaded torch\d+-cxx11-cpu-x86_64-linux, "
+                     r"1 op\(s\) registered", pushed.stdout), pushed.stdout
 
     consumer = consumer_env(hub_env, tmp_path / "consumer")
     (usage,) = card_blocks(hub_env, repo, "python")
