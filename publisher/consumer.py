@@ -48,6 +48,15 @@ class LoadCall:
             args += f', trust_remote_code=["{self.repo_id}"]'
         return f"{prefix}{function}({args})"
 
+    def untrusted_because(self) -> str:
+        """Why `kernels` refuses this repository without trust_remote_code (for an owner it does not trust)."""
+        return {
+            Publisher.TRUSTED: f"{self.owner} is a trusted kernel publisher on the Hub",
+            Publisher.UNTRUSTED: f"{self.owner} is not a trusted kernel publisher on the Hub",
+            Publisher.USER: f"{self.owner} is a user account, which the Hub never marks a trusted kernel publisher",
+            Publisher.UNKNOWN: f"the Hub could not confirm {self.owner} a trusted kernel publisher",
+        }[self.publisher]
+
     def why(self) -> str | None:
         """One comment line on why the call passes `trust_remote_code` (None for the bare call)."""
         return {

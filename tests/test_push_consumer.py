@@ -73,7 +73,8 @@ def test_a_card_template_with_a_bare_call_is_refused_for_an_untrusted_owner(hub_
     repo = repo_name(owner=USER)
     refused = run_cli("push", repo, str(scale_project), "--allow-untested", env=hub_env.env())
     assert refused.returncode == 1, refused.output
-    assert f'PP402 the card shows `get_kernel("{repo}", version=1)`, which fails for consumers' in refused.stderr
+    assert (f'PP402 the card shows `get_kernel("{repo}", version=1)`, which fails for consumers: {USER} is a user '
+            "account, which the Hub never marks a trusted kernel publisher") in refused.stderr
     assert "{{ load_call }}" in refused.stderr
     assert not HfApi(endpoint=hub_env.url, token=hub_env.write_token).repo_exists(repo, repo_type="kernel")
 

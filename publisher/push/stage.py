@@ -278,8 +278,8 @@ def _publisher(standing: Future | None) -> Publisher:
 
 def _card_calls(card: card_mod.Card, call: LoadCall, readme: Path) -> list[Finding]:
     """PP402 for each `kernels` call on the card that cannot load the kernel for its owner."""
-    return [finding("PP402", f"the card shows `{found}`, which fails for consumers: {call.owner} is not a trusted "
-                    f"kernel publisher on the Hub, so kernels refuses the repository without trust_remote_code",
+    return [finding("PP402", f"the card shows `{found}`, which fails for consumers: {call.untrusted_because()}, "
+                    "so kernels refuses the repository without trust_remote_code",
                     file=str(readme), hint=f"write `{{{{ load_call }}}}` in CARD.md (it renders `{call.render()}`), "
                     f'or add trust_remote_code=["{call.repo_id}"] to the call')
             for found in card_mod.unloadable_calls(card.text, call)]
