@@ -49,7 +49,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp) / "project"
         shutil.copytree(Path(args.project), project, ignore=shutil.ignore_patterns("build", "__pycache__"))
-        server = HubServer(Path(tmp) / "hub", ServerConfig(tokens={TOKEN: "write"})).start()
+        # the hub cache fetches only from a publisher the user trusts: here, one the server marks trusted
+        server = HubServer(Path(tmp) / "hub", ServerConfig(tokens={TOKEN: "write"},
+                                                            trusted_orgs=frozenset({REPO.split("/")[0]}))).start()
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
         env.update(HF_ENDPOINT=server.url, HF_HUB_DISABLE_XET="1", HF_TOKEN=TOKEN, HF_HOME=str(Path(tmp) / "home"))
         build = ["build", "--local", "--json", "--variant", args.variant, "--repo", REPO, str(project)]

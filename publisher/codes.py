@@ -6,7 +6,7 @@ PB: `check` (build.toml and layout). PB1xx the file and its shape (PB109-PB119:
 what upstream's own parser refuses), PB2xx values, PB3xx GPU architectures,
 PB4xx project layout, PB5xx platforms, PB6xx the sources the build compiles.
 PP: `push` and `release`. PP1xx one variant (the gate), PP2xx the release as a whole,
-PP3xx the public API against what the version branch holds.
+PP3xx the public API against what the version branch holds, PP4xx the release as its consumers load it.
 PA: `adopt` (a torch.utils.cpp_extension project ported to kernel-builder). PA10x finding the
 extension, PA11x the pybind11 binding, PA12x the Python code, PA13x general values, PA14x flags,
 PA15x paths, PA16x what would be written, PA17x op registrations (TORCH_LIBRARY, RegisterOperators), PA18x
@@ -109,10 +109,15 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PP105": (W, "built from a dirty tree"),
     "PP106": (E, "tests failed or crashed (never published)"),
     "PP130": (E, "signature bundle does not stand for metadata.json"),
+    "PP140": (E, "backend.archs in metadata.json differ from the GPU code the library carries"),
     # push and release (the release as a whole)
     "PP201": (E, "required variants missing (a warning with --partial)"),
     "PP301": (E, "public API removed or changed on a published version (a warning with --allow-api-change)"),
     "PP302": (W, "the version branch holds no public API record to compare with"),
+    # push: the release as its consumers load it
+    "PP401": (E, "published, but consumers cannot load it as the card says"),
+    "PP402": (E, "the card's kernels call cannot load the kernel for its owner (no trust_remote_code)"),
+    "PP403": (W, "the consumer load could not be checked on this machine"),
 }
 
 

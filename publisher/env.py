@@ -115,6 +115,10 @@ def hub_xet_disabled() -> bool:
     return os.environ.get("HF_HUB_DISABLE_XET", "").upper() in _TRUE
 
 
+def hub_telemetry_disabled() -> bool:
+    return os.environ.get("HF_HUB_DISABLE_TELEMETRY", "").upper() in _TRUE
+
+
 # Settings of publisher's own, by the variable that sets them. The variables
 # publisher sets for its test children are in publisher/testing/protocol.py.
 

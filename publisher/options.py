@@ -143,7 +143,7 @@ class HubServerOptions:
     port: int = 8080  # 0: any free port
     tokens: tuple[str, ...] = ()  # write tokens
     read_tokens: tuple[str, ...] = ()
-    trusted_orgs: tuple[str, ...] = ()  # empty: every org
+    trusted_orgs: tuple[str, ...] = ()  # orgs marked trusted kernel publishers (empty: none, as the Hub marks few)
     generated_token: bool = False  # tokens holds one made up here, for the user to read once
     tokens_without_jobs: tuple[str, ...] = ()  # repository write access, no job.write (the Jobs API refuses them)
     jobs_executor: str = "docker"  # where jobs run: a name of hub_server.jobs.executor.EXECUTORS

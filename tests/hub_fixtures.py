@@ -2,7 +2,11 @@
 
 `hub`      one server for the session on a free 127.0.0.1 port (thread), with a
            write token and a read-only token (random, shaped like real ones so
-           `publisher.secrets.redact` recognises them).
+           `publisher.secrets.redact` recognises them). It marks one org, TRUSTED_ORG,
+           a trusted kernel publisher, as the Hub marks few: tests that load with the
+           bare `get_kernel(repo, version=N)` (and the Hub cache, which fetches only from
+           trusted publishers) publish under it; any other org, and the user account
+           USER, loads only with trust_remote_code.
 `hub_env`  points this process (and the subprocesses it starts) at that server:
            HF_ENDPOINT, HF_HUB_DISABLE_XET=1, HF_TOKEN, a private HF_HOME; removes
            HF_HUB_DISABLE_TELEMETRY (kernels 0.17.2 then sends an invalid
@@ -25,7 +29,10 @@ import pytest
 
 from publisher.hub_server.server import HubServer, ServerConfig
 
-__all__ = ["hub", "hub_env", "Hub", "jobs_hub", "JobsHub"]
+__all__ = ["hub", "hub_env", "Hub", "jobs_hub", "JobsHub", "TRUSTED_ORG", "USER"]
+
+TRUSTED_ORG = "publisher-test"  # the org the session's server marks a trusted kernel publisher
+USER = ServerConfig().user  # the token's user account: no org overview, as on the Hub
 
 
 def _fake_token() -> str:
@@ -63,7 +70,8 @@ class Hub:
 def hub(tmp_path_factory) -> Hub:
     data_dir = tmp_path_factory.mktemp("hub-data")
     write, read = _fake_token(), _fake_token()
-    server = HubServer(data_dir, ServerConfig(tokens={write: "write", read: "read"})).start()
+    server = HubServer(data_dir, ServerConfig(tokens={write: "write", read: "read"},
+                                              trusted_orgs=frozenset({TRUSTED_ORG}))).start()
     yield Hub(server, data_dir, write, read)
     server.close()
 

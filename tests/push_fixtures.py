@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cli_helper import run_cli
+from hub_fixtures import TRUSTED_ORG
 
 __all__ = ["built_scale", "scale_project", "load_kernel", "write_scale", "repo_name", "build"]
 
@@ -78,8 +79,9 @@ def load_kernel(env: dict, code: str, timeout: float = 180) -> subprocess.Comple
                           timeout=timeout)
 
 
-def repo_name(kind: str = "scale") -> str:
-    return f"org{uuid.uuid4().hex[:8]}/{kind}"
+def repo_name(kind: str = "scale", owner: str = TRUSTED_ORG) -> str:
+    """A new repo id; by default under the org the session's server marks trusted (the bare get_kernel loads it)."""
+    return f"{owner}/{kind}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture(scope="session")

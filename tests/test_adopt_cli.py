@@ -125,7 +125,8 @@ def test_the_agent_layout_gets_a_kernel_name_an_edition_and_the_builds_ops(tmp_p
     assert "version = 3" in toml and 'repo-id = "me/agent-kernels"' in toml
     assert "# Agent kernels" in toml  # the author's comments stay
     assert "from ._ops import ops\n" in (root / "torch-ext/agent_kernels/__init__.py").read_text()
-    assert 'kernels.get_kernel("me/agent-kernels", version=3)' in (root / "tests/test_agent_kernels_ops.py").read_text()
+    assert 'kernels.get_kernel("me/agent-kernels", version=3, trust_remote_code=["me/agent-kernels"])' in (
+        root / "tests/test_agent_kernels_ops.py").read_text()  # loads whether or not the Hub trusts `me`
     checked = run_cli("check", str(root))
     assert checked.returncode == 0, checked.output
     assert run_cli("adopt", str(root)).returncode == 0  # and again: nothing to do

@@ -20,6 +20,8 @@ from huggingface_hub.errors import (
 
 from publisher.hub_server.server import HubServer, ServerConfig
 
+from hub_fixtures import TRUSTED_ORG, USER
+
 BINARY = b"\x7fELF\0\0" + bytes(range(256)) * 40  # has NUL bytes -> stored through LFS
 
 
@@ -182,8 +184,23 @@ def test_delete_and_create_pr(api, repo):
     assert api.file_exists(repo, "new.txt", repo_type="kernel", revision="refs/pr/1")
 
 
-def test_trusted_publisher_overview(hub_env):
-    assert HfApi(endpoint=hub_env.url).get_organization_overview("anyorg").trustedKernelPublisher is True
+def test_org_overview_answers_trust_as_the_hub_does(hub_env):
+    """Only an org the server was told to mark is a trusted kernel publisher; a user account has no
+    org overview at all (404), as on the Hub."""
+    api = HfApi(endpoint=hub_env.url)
+    assert api.get_organization_overview(TRUSTED_ORG).trustedKernelPublisher is True
+    assert api.get_organization_overview("anyorg").trustedKernelPublisher is False
+    with pytest.raises(HfHubHTTPError) as err:
+        api.get_organization_overview(USER)
+    assert err.value.response.status_code == 404
+
+
+def test_server_config_trusts_no_org_unless_named(tmp_path):
+    server = HubServer(tmp_path / "hub", ServerConfig()).start()
+    try:
+        assert HfApi(endpoint=server.url).get_organization_overview("kernels-community").trustedKernelPublisher is False
+    finally:
+        server.close()
 
 
 def test_injected_faults(hub_env, api, repo):

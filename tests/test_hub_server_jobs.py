@@ -479,3 +479,27 @@ def test_docker_cancel_and_timeout_remove_the_container(docker_hub):
     slow = _wait(api, _run(api, "sleep 300", image=DOCKER_IMAGE, timeout=3))
     assert slow.status.stage == "ERROR" and "timed out" in slow.status.message
     assert _containers(slow.id) == []
+
+
+def test_the_docker_executor_without_its_extra_says_so_at_start_and_in_each_job(tmp_path, monkeypatch, capsys):
+    """Installed without the `docker` extra, the default executor cannot run a job: the server says so when it
+    starts, with the ways out, and a job ends with the same words, never a ModuleNotFoundError."""
+    from publisher.cli.hub_server import render_banner
+    from publisher.options import HubServerOptions
+
+    monkeypatch.setitem(sys.modules, "docker", None)  # what `import docker` meets without the extra
+    options = HubServerOptions.from_args(data_dir=tmp_path / "hub", port=0, tokens=("hf_" + "w" * 34,))
+    assert options.jobs_executor == "docker"  # the default
+    server = HubServer(options.data_dir, ServerConfig(tokens={options.tokens[0]: "write"})).start()
+    try:
+        render_banner(server, options)
+        banner = capsys.readouterr().err
+        assert "warning: the docker executor needs the `docker` Python package, which is not installed" in banner
+        assert "pip install 'kernel-publisher[docker]'" in banner and "--jobs-executor process" in banner
+        api = HfApi(endpoint=server.url, token=options.tokens[0])
+        done = _wait(api, _run(api, "true"))
+        assert done.status.stage == "ERROR"
+        assert "kernel-publisher[docker]" in done.status.message and "--jobs-executor process" in done.status.message
+        assert "ModuleNotFoundError" not in done.status.message and "internal error" not in done.status.message
+    finally:
+        server.close()

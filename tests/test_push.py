@@ -63,8 +63,14 @@ def test_push_then_get_kernel_loads(hub_env, scale_project):
     readme = open(_api(hub_env).hf_hub_download(repo, "README.md", repo_type="kernel"), encoding="utf-8").read()
     assert readme.startswith("---\nlibrary_name: kernels\nlicense: apache-2.0\n")
     assert f'get_kernel("{repo}", version=1)' in readme and "- `scale`" in readme
-    assert f"| `torch-cpu` | cpu | - | passed (1 passed) on CPU (torch {importlib.metadata.version('torch')}" in readme
-    assert "| `torch-cuda` | cuda | - | not tested |" in readme
+    assert (f"| `torch-cpu` | cpu | - | any CPU | passed (1 passed) on CPU (torch {importlib.metadata.version('torch')}"
+            in readme)
+    # Python-only: no archs, so kernels loads it on every GPU
+    assert "| `torch-cuda` | cuda | - | T4, A100, A10G/A40/RTX 30xx, L4/L40S/RTX 40xx, H100/H200, B200, RTX 50xx | " \
+           "not tested |" in readme
+    # loaded back as a consumer, exactly as the card says (the org is trusted: the bare call)
+    assert f'consumer load: get_kernel("{repo}", version=1) as a consumer (fresh cache, no token): loaded torch-cpu' \
+        in result.stdout
 
 
 def test_unchanged_repush_makes_no_commit_and_sends_no_bytes(hub_env, scale_project):
@@ -80,7 +86,10 @@ def test_unchanged_repush_makes_no_commit_and_sends_no_bytes(hub_env, scale_proj
     stats = hub_env.state.stats()
     assert stats["bytes_in_total"] == 0, stats
     assert not {"commit", "preupload", "lfs-batch", "lfs-put", "create-repo"} & set(stats["requests"])
-    assert stats["requests"]["refs"] == 1  # the branches listed while the gate ran are the ones the plan used
+    # the branches listed while the gate ran are the ones the plan used; the other listing is the consumer
+    # load's (kernels finds branch v1), which runs on a no-op push too: an unloadable release never passes silently
+    assert stats["requests"]["refs"] == 2
+    assert report["consumer"]["status"] == "loaded"
     assert len(_api(hub_env).list_repo_commits(repo, repo_type="kernel", revision="v1")) == commits
 
 

@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+from publisher.consumer import Publisher
 from publisher.project.load import require_project
 from publisher.push.card import VariantRow, functions_and_layers, render
 
@@ -36,11 +37,11 @@ def test_generated_card_has_usage_variants_and_benchmarks(tmp_path):
     (root / "benchmarks" / "results.json").write_text(json.dumps(
         {"device": "CPU", "results": [{"shape": "4x64", "kernel_ms": 0.012, "torch_ms": 0.03}]}))
     (root / "benchmarks" / "speed.png").write_bytes(b"\x89PNG\r\n")
-    card = render(require_project(root), "org/softcap", 1, ROWS)
+    card = render(require_project(root), "org/softcap", 1, ROWS, publisher=Publisher.TRUSTED)
     text = card.text
     assert text.startswith("---\nlibrary_name: kernels\nlicense: apache-2.0\ntags:\n")
-    assert 'get_kernel("org/softcap", version=1)' in text and "- `softcap`" in text
-    assert "| `torch-cpu` | cpu | - | passed (3 passed) on CPU (torch 2.12.0) |" in text
+    assert 'kernel = get_kernel("org/softcap", version=1)\n' in text and "- `softcap`" in text
+    assert "| `torch-cpu` | cpu | - | any CPU | passed (3 passed) on CPU (torch 2.12.0) |" in text
     assert "| shape | kernel_ms | torch_ms |" in text and "| 4x64 | 0.012 | 0.03 |" in text
     assert "![speed](benchmarks/speed.png)" in text and card.media == {"benchmarks/speed.png": root / "benchmarks" / "speed.png"}
 

@@ -1,7 +1,8 @@
 """The example projects, built for real (`publisher build --local`), tested for
 real (`publisher test`), pushed to the server, then loaded with
-`kernels.get_kernel(..., version=1, backend="cpu")` in another process and checked
-(the CPU tensors of the checks run whichever torch flavour is installed)."""
+`kernels.get_kernel(..., version=1, backend="cpu", trust_remote_code=[repo])` in another
+process (the org is not one the server marks trusted) and checked (the CPU tensors of the
+checks run whichever torch flavour is installed)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ PROJECTS = Path(__file__).resolve().parent.parent / "kernel_projects"
 CHECKS = {
     "softcap": """
         import torch, kernels
-        k = kernels.get_kernel("{repo}", version=1, backend="cpu")
+        k = kernels.get_kernel("{repo}", version=1, backend="cpu", trust_remote_code=["{repo}"])
         x = torch.tensor([-100.0, 0.5, 100.0])
         assert torch.allclose(k.softcap(x, 30.0), 30.0 * torch.tanh(x / 30.0))
         print("OK", sorted(k.__all__))
     """,
     "rmsnorm": """
         import torch, kernels
-        k = kernels.get_kernel("{repo}", version=1, backend="cpu")
+        k = kernels.get_kernel("{repo}", version=1, backend="cpu", trust_remote_code=["{repo}"])
         x, w = torch.randn(4, 64), torch.randn(64)
         ref = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
         assert torch.allclose(k.rms_norm(x, w, 1e-6), ref, atol=1e-5)

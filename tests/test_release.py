@@ -9,6 +9,7 @@ from huggingface_hub import HfApi
 from publisher.plan.matrix import load_matrix
 
 from cli_helper import run_cli
+from hub_fixtures import TRUSTED_ORG
 from matrix_fixtures import local_cpu_variant_name
 from smoke_fixtures import write_noarch
 
@@ -83,7 +84,7 @@ def test_release_of_a_passing_kernel_publishes_it(noarch_project, hub_env):
 def test_release_rerun_fetches_from_the_hub_and_commits_nothing(hub_env, tmp_path):
     """A CI rerun of a release (a fresh checkout, same sources): the variants
     come from the Hub (same inputs fingerprint), the push finds nothing to change."""
-    repo = "release-test/rerun"
+    repo = f"{TRUSTED_ORG}/release-rerun"  # the hub cache fetches from a publisher the Hub trusts (or the user's own)
     api = HfApi(endpoint=hub_env.url, token=hub_env.write_token)
     runs = []
     for checkout in ("first", "rerun"):

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from publisher import __version__
+from publisher.consumer import Publisher
 from publisher.data import read_yaml
 from publisher.project.load import require_project
 from publisher.push.card import VariantRow, render
@@ -88,7 +89,9 @@ def test_python_files_compile_and_export_the_op(tmp_path):
     exported = next(n.value for n in package.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")
     assert [e.value for e in exported.elts] == ["silu"]
     tests = (root / "tests" / "test_silu.py").read_text() + (root / "tests" / "conftest.py").read_text()
-    assert 'kernels.get_kernel("my-org/my-kernel", version=1)' in tests and "@pytest.mark.kernels_ci" in tests
+    # loads for a trusted org, an untrusted one and a user account alike (the Hub is not asked at init)
+    assert 'kernels.get_kernel("my-org/my-kernel", version=1, trust_remote_code=["my-org/my-kernel"])' in tests
+    assert "@pytest.mark.kernels_ci" in tests
     bench = (root / "benchmarks" / "benchmark.py").read_text()
     assert "class MyKernelBenchmark(Benchmark):" in bench and "def verify_float32" in bench
 
@@ -97,13 +100,21 @@ def test_card_renders_on_push_with_the_release_values(tmp_path):
     assert init(tmp_path, "my-org/my-kernel").returncode == 0
     project = require_project(tmp_path / "my-kernel")
     rows = [VariantRow("torch215-cxx11-cpu-x86_64-linux", "cpu", (), "passed (15 passed) on CPU")]
-    card = render(project, "someone/fork", 3, rows, signed=False)
+    card = render(project, "someone/fork", 3, rows, signed=False, publisher=Publisher.USER)
     assert card.text.startswith("---\nlibrary_name: kernels\nlicense: apache-2.0\n")
     assert "\n# my-kernel\n" in card.text and "{#" not in card.text and "{{" not in card.text
-    assert 'my_kernel = get_kernel("someone/fork", version=3)' in card.text
+    assert ('# someone is a user account, and the Hub trusts only some orgs as kernel publishers: allow this '
+            'repository by name to load its code\n'
+            'my_kernel = get_kernel("someone/fork", version=3, trust_remote_code=["someone/fork"])\n') in card.text
     assert "- `silu`" in card.text
-    assert "| `torch215-cxx11-cpu-x86_64-linux` | cpu | - | passed (15 passed) on CPU |" in card.text
-    assert "kernels benchmark someone/fork --version 3" in card.text
+    assert "| `torch215-cxx11-cpu-x86_64-linux` | cpu | - | any CPU | passed (15 passed) on CPU |" in card.text
+    # remote `kernels benchmark REPO` cannot load a third-party kernel in kernels 0.17.2: a snapshot can
+    assert ("hf download someone/fork --repo-type kernel --revision v3 --local-dir fork-v3\n"
+            "kernels benchmark ./fork-v3\n") in card.text
+    assert "kernels benchmark someone/fork" not in card.text
+    trusted = render(project, "trusted-org/fork", 3, rows, signed=False, publisher=Publisher.TRUSTED)
+    assert '\nmy_kernel = get_kernel("trusted-org/fork", version=3)\n' in trusted.text
+    assert "trust_remote_code" not in trusted.text
     assert card.media == {}
 
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from publisher.adopt import inputs
 from publisher.adopt.model import WRITTEN, Op, OpArg
+from publisher.consumer import LoadCall
 from publisher.testing import protocol
 
 _GUESS = {"float": "0.5", "int": "4", "bool": "False", "str": '"default"', "Scalar": "1.0",
@@ -29,8 +30,9 @@ _INTEGER = ("int", "uint", "bool")
 
 
 def load_line(repo_id: str, version: int) -> str:
-    """How the generated tests load the kernel: as its users do."""
-    return f'kernel = kernels.get_kernel("{repo_id}", version={version})'
+    """How the generated tests load the kernel: as its users do (the card's call, allowlist included)."""
+    call = LoadCall(repo_id, version)
+    return f"{call.why()}\nkernel = {call.render(prefix='kernels.')}"
 
 
 def _tensor(value: inputs.Concrete, mutable: bool) -> str:

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from publisher.builder import package
 from publisher.builder.backend import BackendSettings, BuildOutcome, BuildRequest, LineSink
-from publisher.builder.compile import compile_variant
+from publisher.builder.compile import compile_variant, device_archs
 from publisher.builder.inputs import ops_unique, source_digest
 from publisher.builder.jobserver import JobServer
 from publisher.builder.metadata import write_metadata
@@ -58,7 +58,7 @@ class LocalBackend:
                     on_line=on_line,
                 )
             shutil.copy2(library, stage / library.name)
-            archs = planned.archs
+            archs = device_archs(project, planned) if planned.backend == "cuda" else planned.archs
         try:
             package.copy_python_package(project, stage)
         except FileNotFoundError as err:

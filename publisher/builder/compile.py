@@ -37,6 +37,16 @@ def cuda_include_dirs(cuda_home: str, platform: str) -> list[str]:
     return [str(p) for p in (home / "include", target) if p is not None and p.is_dir()]
 
 
+def device_archs(project: Project, planned: PlannedVariant) -> tuple[str, ...]:
+    """The capabilities the variant's library carries GPU code for (metadata.json's backend.archs): those
+    of its kernels with CUDA sources; a CUDA kernel of C++ sources alone (calling CUDA libraries) has none."""
+    seen: dict[str, None] = {}
+    for kernel in project.config.kernels_for(planned.backend):
+        if any(src.endswith(".cu") for src in kernel.src):
+            seen.update(dict.fromkeys(planned.kernel_archs.get(kernel.name, ())))
+    return tuple(seen)
+
+
 def compile_variant(
     project: Project,
     planned: PlannedVariant,

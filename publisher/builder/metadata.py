@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from publisher.data import read_yaml
 from publisher.project.model import BACKENDS
 
 METADATA = "metadata.json"
@@ -18,6 +19,14 @@ SIGNATURE = "metadata.json.sigstore"
 _REQUIRED = {"name": str, "id": str, "version": int, "license": str, "python-depends": list, "backend": dict}
 # provenance key of the inputs fingerprint (publisher.builder.inputs); `kernels` ignores it
 _INPUTS_KEY = "publisher-inputs"
+
+
+def kernels_minver(fields: dict) -> str:
+    """`kernels-minver` of a variant with these metadata fields: the highest version any feature it uses
+    needs (resources/kernels_minver.yaml), the baseline when it uses none."""
+    rule = read_yaml("kernels_minver.yaml")
+    needed = [rule["baseline"], *(version for key, version in rule["features"].items() if fields.get(key))]
+    return max(needed, key=lambda v: tuple(int(part) for part in v.split(".")))
 
 
 def _digest_files(variant_dir: Path) -> list[Path]:
@@ -113,6 +122,12 @@ def read_metadata(variant_dir: Path) -> dict:
         raise ValueError(f"{path}: backend.type must be one of {', '.join(BACKENDS)}")
     if not re.fullmatch(r"[a-z][-a-z0-9]*[a-z0-9]", data["name"]):
         raise ValueError(f"{path}: name `{data['name']}` is not a valid kernel name")
+    from kernels._rust import Metadata  # the client's own reader: what it cannot read does not load
+
+    try:
+        Metadata.from_bytes(json.dumps(data).encode())
+    except ValueError as err:
+        raise ValueError(f"{path}: the kernels client cannot read it ({err})") from None
     return data
 
 

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from publisher import __version__
+from publisher.builder.metadata import kernels_minver
 from publisher.git import GitState
 from publisher.plan.planner import PlannedVariant
 from publisher.project.model import Project
@@ -91,4 +92,5 @@ def metadata_fields(
         fields["upstream"] = general.upstream
     if general.source:
         fields["source"] = general.source
+    fields["kernels-minver"] = kernels_minver(fields)
     return fields

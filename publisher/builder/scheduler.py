@@ -20,6 +20,7 @@ from publisher import runner, state
 from publisher.builder import atomic as staging
 from publisher.builder.abi import AbiReport, check_abi
 from publisher.builder.backend import Backend, BuildOptions, BuildOutcome, BuildRequest
+from publisher.builder.fatbin import archs_problems
 from publisher.builder.inputs import input_key, inputs_fingerprint, source_digest
 from publisher.builder.jobserver import JobServer
 from publisher.builder.metadata import METADATA, check_variant, read_metadata, stamp_inputs
@@ -272,16 +273,12 @@ class Scheduler:
 
     def _validate(self, stage: Path) -> None:
         check = check_variant(stage)
-        if not check.ok:
+        if not check.ok:  # metadata.json read by the kernels client's own parser, and the digest
             raise BuildFailed(f"invalid variant: {check.problems[0]}")
-        try:  # the client's own parser, where installed
-            from kernels._rust import Metadata
-        except ImportError:
-            return
-        try:
-            Metadata.from_bytes((stage / METADATA).read_bytes())
-        except Exception as err:
-            raise BuildFailed(f"metadata.json is rejected by the kernels client: {err}") from None
+        wrong_archs = archs_problems(stage, check.metadata)
+        if wrong_archs:  # `kernels` refuses or admits GPUs by these archs: they must be the binary's
+            raise BuildFailed("backend.archs in metadata.json differ from the GPU code of the library: "
+                              + "; ".join(wrong_archs))
 
     def _finish(self, res: VariantResult) -> VariantResult:
         detail = res.error or res.reason or (f"from {res.source}" if res.source else "")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from publisher.hub_server.jobs.executor import DEFAULT_EXECUTOR, EXECUTORS
+from publisher.hub_server.jobs.executor import DEFAULT_EXECUTOR, EXECUTORS, unmet_requirement
 from publisher.hub_server.server import HubServer
 from publisher.hub_server.stage import open_server, serve_until_interrupted
 from publisher.options import HubServerOptions
@@ -27,7 +27,8 @@ from publisher.options import HubServerOptions
               help="A token with write access to repositories but without the job.write permission (repeatable): "
                    "the Jobs API refuses it as the Hub does.")
 @click.option("--trusted-org", "trusted", multiple=True, metavar="ORG",
-              help="Orgs whose kernels load without trust_remote_code (repeatable; default: every org).")
+              help="An org the server marks a trusted kernel publisher: its kernels load without trust_remote_code "
+                   "(repeatable; default: none, as the Hub marks few).")
 @click.option("--jobs-executor", type=click.Choice(sorted(EXECUTORS)), default=DEFAULT_EXECUTOR, show_default=True,
               help="Where jobs run: docker (a container of the job's image on the local engine) or process "
                    "(the command as a plain process on this machine, its GPUs visible; for a machine without Docker).")
@@ -63,3 +64,9 @@ def render_banner(server: HubServer, options: HubServerOptions) -> None:
     click.echo(f"  Jobs API: jobs run with the {options.jobs_executor} executor (folders: {jobs_dir});", err=True)
     click.echo(f"  with the exports above, `hf jobs run IMAGE COMMAND...` or HfApi(endpoint='{server.url}').run_job(...)",
                err=True)
+    trusted = ", ".join(sorted(server.state.config.trusted_orgs)) or "none (--trusted-org ORG names one)"
+    click.echo(f"  Trusted kernel publishers: {trusted}; kernels of any other org, and of the user account "
+               f"{server.state.config.user} (no org overview, as on the Hub), load only with trust_remote_code", err=True)
+    unmet = unmet_requirement(options.jobs_executor)
+    if unmet:
+        click.echo(f"warning: {unmet}", err=True)

@@ -10,7 +10,7 @@ import click
 from publisher.cli.common import matrix_option
 from publisher.cli.views import PushView, render_push
 from publisher.options import PushOptions, Selection
-from publisher.push.stage import refusal, run_push
+from publisher.push.stage import refusal, run_push, unloadable
 
 
 @click.command("push")
@@ -45,8 +45,9 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
     \b
     Exit codes: 0 published (or nothing to change), 1 refused or failed before
     anything was published, 2 usage error, 3 the Hub could not be reached,
-    4 the version branch was committed and verified but a later step (the
-    card on main) failed: the kernel is published; run the push again."""
+    4 the version branch was committed and verified but a later step failed:
+    the card on main (run the push again), or loading the published version
+    as a consumer does, exactly as the card says (PP401: fix what it names)."""
     options = PushOptions.from_args(
         args, signer_workflow=signer_workflow, selection=Selection(tuple(include), tuple(skip)), private=private,
         dry_run=dry_run, create_pr=create_pr, endpoint=endpoint, allow_untested=allow_untested,
@@ -56,4 +57,7 @@ def command(args, private, dry_run, create_pr, as_json, endpoint, allow_untested
     render_push(result, as_json)
     if result.refused:
         raise refusal(list(result.refused))
+    failed = unloadable(result)
+    if failed:
+        raise failed
     return 0

@@ -140,7 +140,8 @@ def render_push(result: PushResult, as_json: bool) -> None:
     if as_json:
         echo_json(report)
         return
-    click.echo(f"\nget_kernel(\"{repo_id}\", version={version}) in each environment of the matrix:")
+    call = result.load_call.render() if result.load_call else f'get_kernel("{repo_id}", version={version})'
+    click.echo(f"\n{call} in each environment of the matrix:")
     width = max((len(r.environment) for r in resolutions), default=0)
     for r in resolutions:
         target = r.variant if r.variant else f"none ({r.reason})"
@@ -154,3 +155,5 @@ def render_push(result: PushResult, as_json: bool) -> None:
     if report.get("missing_required"):
         click.echo("missing required variants: " + "; ".join(
             f"{platform}: {', '.join(names)}" for platform, names in report["missing_required"].items()))
+    if result.consumer is not None:
+        click.echo(f"consumer load: {result.consumer.summary()}")

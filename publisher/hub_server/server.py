@@ -54,12 +54,13 @@ _ORG_JOB_WRITERS = ("admin", "write", "contributor")  # roleInOrg values that ma
 @dataclass(frozen=True)
 class ServerConfig:
     """tokens: token -> a role of ROLES. trusted_orgs: orgs whose overview says
-    trustedKernelPublisher (None = every org). orgs: the user's orgs -> roleInOrg.
+    trustedKernelPublisher (none unless named, as on the Hub, which marks few);
+    `user` is a user account, which has no org overview. orgs: the user's orgs -> roleInOrg.
     jobs_executor: where jobs run (a name of jobs.executor.EXECUTORS); jobs_dir:
     their folders (None: <data dir>/jobs)."""
 
     tokens: Mapping[str, str] = field(default_factory=dict)
-    trusted_orgs: frozenset[str] | None = None
+    trusted_orgs: frozenset[str] = frozenset()
     user: str = "publisher-dev"
     orgs: Mapping[str, str] = field(default_factory=dict)
     latency: float = 0.0  # seconds added to every answer: a Hub across a network, for benchmarks
@@ -451,9 +452,12 @@ class Handler(BaseHTTPRequestHandler):
         return _json({"errors": errors, "warnings": []}, 400 if errors else 200)
 
     def _overview(self, org: str) -> Reply:
-        trusted = self.state.config.trusted_orgs
+        """Every namespace but the user's is an org here; the Hub answers a user account's name with 404."""
+        config = self.state.config
+        if org == config.user:
+            raise HubError(404, f"Organization {org} not found")
         return _json({"name": org, "fullname": org, "avatarUrl": "", "isFollowing": False, "numUsers": 1,
-                      "trustedKernelPublisher": trusted is None or org in trusted})
+                      "trustedKernelPublisher": org in config.trusted_orgs})
 
     def _info(self, repo_type: str, repo_id: str, revision: str | None) -> Reply:
         repo = self._repo(repo_type, repo_id)

@@ -12,7 +12,7 @@ def open_server(options: HubServerOptions) -> HubServer:
     roles = {**{t: "read" for t in options.read_tokens}, **{t: "write-no-jobs" for t in options.tokens_without_jobs},
              **{t: "write" for t in options.tokens}}
     config = ServerConfig(tokens=roles,
-                          trusted_orgs=frozenset(options.trusted_orgs) if options.trusted_orgs else None,
+                          trusted_orgs=frozenset(options.trusted_orgs),
                           jobs_executor=options.jobs_executor, jobs_dir=options.jobs_dir)
     return HubServer(options.data_dir, config, port=options.port)
 

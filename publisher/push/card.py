@@ -2,12 +2,16 @@
 
 With a project CARD.md it is rendered as a Jinja template with upstream's
 variables (kernel-builder's card.rs: repo_id, functions, layers, has_benchmark,
-upstream, license) plus ours (version, variants, benchmarks). Without one, a
-card is generated: front matter, a usage snippet with the right `version=`,
-functions and layers read statically from the package's `__all__`, the
-variants with where they were tested, what `publisher bench` measured for
-this release's variants (a table and a plot per device: publisher/bench/card.py),
-and the benchmark table and plot when benchmarks/results.json exists.
+upstream, license) plus ours (version, variants, benchmarks, load_call,
+trust_note, benchmark_commands, signing). Without one, a card is generated:
+front matter, a usage snippet that loads as written for the repo's owner (the
+load call of publisher/consumer.py: trust_remote_code unless the Hub marks the
+owner trusted), functions and layers read statically from the package's
+`__all__`, the variants with where they were tested and on which GPUs
+`kernels` loads each, what `publisher bench` measured for this release's
+variants (a table and a plot per device: publisher/bench/card.py), and the
+benchmark table and plot when benchmarks/results.json exists. A card whose
+`kernels` calls cannot load the repo for its owner is refused (push PP402).
 
 Every relative link of the card must resolve on `main`, where the card goes:
 the project files it links (a plot, a results file, a doc) are committed with
@@ -25,8 +29,10 @@ from pathlib import Path
 import yaml
 
 from publisher.bench.card import BenchSection
+from publisher.consumer import LoadCall, Publisher, benchmark_commands
 from publisher.errors import ProjectError
 from publisher.project.model import Project
+from publisher.push import gpus
 from publisher.push.public_api import PublicApi
 from publisher.push.signature import SignerWorkflow
 from publisher.testing.report import OPS_RUN, describe_checks
@@ -38,6 +44,11 @@ class VariantRow:
     backend: str
     archs: tuple[str, ...]
     tested: str  # "passed on NVIDIA H100 (torch 2.11, CUDA 13.0)", "not tested", ...
+
+    @property
+    def loads_on(self) -> str:
+        """The GPUs `kernels` loads it on, by its archs ("-" where unknown: a variant kept from an earlier push)."""
+        return gpus.loads_on(self.backend, self.archs)
 
 
 @dataclass(frozen=True)
@@ -194,35 +205,73 @@ def _missing_section(missing: tuple[tuple[str, tuple[str, ...]], ...]) -> list[s
     return out
 
 
-def signing_section(repo_id: str, version: int, signer: SignerWorkflow | None) -> list[str]:
-    """How a consumer checks the sigstore signatures of this release."""
+def signing_section(call: LoadCall, signer: SignerWorkflow | None) -> list[str]:
+    """How a consumer checks the sigstore signatures of this release. `kernels verify-signature` is not
+    shown: it checks against kernels-community's own workflows only, and downloads without trust_remote_code."""
     out = ["## Signatures", "",
            "Each variant's `metadata.json` (which holds the sha256 of every other file) is signed with sigstore "
            "keyless signing from GitHub Actions; the bundle is `metadata.json.sigstore` beside it.", ""]
     if signer is None:
         return out + ["The signing workflow was not recorded at publication, so no verification policy can be "
                       "given here; `kernels verify-signature` trusts only kernels-community's own workflows."]
+    why = call.why()
     return out + [
-        "`kernels verify-signature` trusts only kernels-community's own workflows by default, so pass "
-        "this repository's signer as a policy:", "",
+        "`kernels verify-signature` trusts only kernels-community's own workflows, so check the variant "
+        "against this repository's signer:", "",
         "```python",
         "from kernels import install_kernel",
         "from kernels.verify import GitHubWorkflowPolicy, VerificationResult, verify_variant", "",
-        f'path = install_kernel("{repo_id}", version={version})',
+        *([why] if why else []),
+        f"path = {call.render('install_kernel')}",
         f'policy = GitHubWorkflowPolicy(repo_id="{signer.repo}", signer_uris=["{signer.uri}"])',
         "assert isinstance(verify_variant(path, policies=[policy]), VerificationResult.Success)",
-        "```", "",
-        f"`kernels verify-signature {repo_id} {version} --all-variants` runs the same checks with the default "
-        "(kernels-community) policy.",
+        "```",
     ]
+
+
+def usage_section(call: LoadCall, functions: list[str]) -> list[str]:
+    """"How to use": a python block that runs as written, for this owner (trusted or not)."""
+    why = call.why()
+    out = ["## How to use", "", "```python", "# pip install -U kernels", "from kernels import get_kernel", ""]
+    out += [*([why] if why else []), f"kernel = {call.render()}"]
+    if functions:
+        out.append(f"print(kernel.{functions[0]})  # call it as kernel.{functions[0]}(...)")
+    return out + ["```"]
+
+
+def variants_section(variants: list[VariantRow]) -> list[str]:
+    """The variants, with where they were tested and on which GPUs `kernels` loads each."""
+    out = ["## Variants", "", "| variant | backend | architectures | loads on | tested |", "|---|---|---|---|---|"]
+    return out + [f"| `{v.name}` | {v.backend} | {', '.join(v.archs) or '-'} | {v.loads_on} | {v.tested} |"
+                  for v in variants]
+
+
+def benchmark_run_lines(repo_id: str, version: int) -> list[str]:
+    """How a consumer runs the published benchmarks."""
+    return ["Run them on your machine:", "", "```bash", *benchmark_commands(repo_id, version), "```"]
+
+
+_KERNELS_CALL = re.compile(r"\b(?:get_kernel|has_kernel|install_kernel)\(\s*([\"'])(?P<repo>[^\"']+)\1(?P<rest>[^)]*)\)")
+
+
+def unloadable_calls(text: str, call: LoadCall) -> list[str]:
+    """The card's `kernels` calls for this repository that cannot load it for this owner: without
+    `trust_remote_code` where the Hub does not mark the owner a trusted kernel publisher."""
+    if call.trust_remote_code is None:
+        return []
+    return [m.group(0) for m in _KERNELS_CALL.finditer(text)
+            if m.group("repo") == call.repo_id and "trust_remote_code" not in m.group("rest")]
 
 
 def render(project: Project, repo_id: str, version: int, variants: list[VariantRow],
            missing: tuple[tuple[str, tuple[str, ...]], ...] = (), signer: SignerWorkflow | None = None,
-           signed: bool = False, measured: BenchSection | None = None, api: PublicApi | None = None) -> Card:
+           signed: bool = False, measured: BenchSection | None = None, api: PublicApi | None = None,
+           publisher: Publisher = Publisher.UNKNOWN) -> Card:
     """`missing`: (platform, required variants) this release lacks (push --partial); `measured`: what
     `publisher bench` measured for these variants, per device (its plots go with the card); `api`: the
-    public API this version keeps (push refuses to change it), listed in its own section."""
+    public API this version keeps (push refuses to change it), listed in its own section; `publisher`:
+    what the Hub says of the repo's owner, which decides the load call consumers need."""
+    call = LoadCall(repo_id, version, publisher)
     root = project.root
     assert root is not None
     functions, layers = functions_and_layers(project.package_dir)
@@ -242,7 +291,9 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
             repo_id=repo_id, functions=functions or None, layers=layers or None, has_benchmark=has_benchmark,
             upstream=project.config.general.upstream, license=project.config.general.license.lower(),
             version=version, variants=variants, benchmarks=benchmarks, missing=missing,
-            signing="\n".join(signing_section(repo_id, version, signer)) if signed else None,
+            signing="\n".join(signing_section(call, signer)) if signed else None,
+            load_call=call.render(), trust_note=call.why() or "",
+            benchmark_commands="\n".join(benchmark_commands(repo_id, version)),
         )
         if not text.startswith("---"):
             text = _front_matter(project, backends) + "\n" + text
@@ -257,18 +308,13 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
 
     out = [_front_matter(project, backends), f"# {project.name}", ""]
     out += [f"A kernel for the [`kernels`](https://github.com/huggingface/kernels) library, version {version} "
-            f"(branch `v{version}`). This card was generated by publisher.", "", "## How to use", "", "```python",
-            "# pip install -U kernels", "from kernels import get_kernel", "",
-            f'kernel = get_kernel("{repo_id}", version={version})']
-    if functions:
-        out.append(f"kernel.{functions[0]}(...)")
-    out += ["```", ""]
+            f"(branch `v{version}`). This card was generated by publisher.", ""]
+    out += [*usage_section(call, functions), ""]
     out += ["## Functions", ""] + ([f"- `{f}`" for f in functions] or ["No functions are exported (`__all__`)."])
     if layers:
         out += ["", "## Layers", "", "For `kernels.kernelize`, under `kernel.layers`:", ""]
         out += [f"- `{layer}`" for layer in layers]
-    out += ["", "## Variants", "", "| variant | backend | architectures | tested |", "|---|---|---|---|"]
-    out += [f"| `{v.name}` | {v.backend} | {', '.join(v.archs) or '-'} | {v.tested} |" for v in variants]
+    out += ["", *variants_section(variants)]
     out += _missing_section(missing)
     if measured or bench_table or plots:
         out += ["", "## Benchmarks", ""]
@@ -278,9 +324,9 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
             out += [bench_table, ""]
         out += [f"![{Path(p).stem}]({p})" for p in plots]
         if has_benchmark:
-            out += ["", f"Run them yourself: `kernels benchmark {repo_id}`."]
+            out += ["", *benchmark_run_lines(repo_id, version)]
     if signed:
-        out += ["", *signing_section(repo_id, version, signer)]
+        out += ["", *signing_section(call, signer)]
     if api is not None and api.entries:
         out += ["", *api_section(api, version)]
     if project.config.general.upstream:

@@ -17,6 +17,7 @@ from enum import Enum
 from pathlib import Path
 
 from publisher import state
+from publisher.builder.fatbin import archs_problems
 from publisher.builder.metadata import check_variant
 from publisher.codes import finding
 from publisher.findings import Finding, Severity
@@ -62,6 +63,12 @@ def judge(build_dir: Path, name: str, allow_untested: bool, load_only: tuple[str
 
     fingerprint = state.variant_fingerprint(variant_dir)
     findings: list[Finding] = []
+    wrong_archs = archs_problems(variant_dir, check.metadata)
+    if wrong_archs:
+        findings.append(_finding(
+            "PP140", Severity.ERROR, variant_dir,
+            f"{name}: backend.archs in metadata.json differ from the GPU code of its library: {'; '.join(wrong_archs)}",
+            f"{rebuild}; `kernels` loads a variant only on the GPUs its archs name, so they must be the binary's"))
     unsigned = signature.bundle_problem(variant_dir)
     if unsigned:
         findings.append(_finding("PP130", Severity.ERROR, variant_dir, f"{name}: {unsigned}",

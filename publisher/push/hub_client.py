@@ -29,6 +29,7 @@ from huggingface_hub.hf_api import RepoFile  # noqa: E402
 from huggingface_hub.lfs import UploadInfo  # noqa: E402
 
 from publisher import __version__, secrets  # noqa: E402
+from publisher.consumer import Publisher  # noqa: E402
 from publisher.errors import (  # noqa: E402
     AuthError,
     ConflictError,
@@ -165,6 +166,12 @@ class HubClient:
         if isinstance(err, OfflineModeIsEnabled):
             return OfflineError(f"{what}: HF_HUB_OFFLINE is set, and this needs the Hub at {self.endpoint}",
                                 "unset HF_HUB_OFFLINE to push (`push --dry-run` plans from the build alone while offline)")
+        if _no_xet(err):
+            return EnvironmentProblem(
+                f"{what}: the Hub at {self.endpoint} has no Xet storage (it answers 404 to xet-write-token), and "
+                "huggingface_hub sends files through Xet unless told not to",
+                "export HF_HUB_DISABLE_XET=1 (files then go through plain LFS, which Hub-compatible servers "
+                "without Xet accept) and push again")
         status = _status(err)
         hint = ACCESS_HINT.replace("<endpoint>", self.endpoint)
         if status == 401 and not isinstance(err, (RevisionNotFoundError,)):
@@ -261,16 +268,24 @@ class HubClient:
     def trusted_publisher(self, owner: str) -> bool:
         """Whether the Hub marks `owner` a trusted kernel publisher (what
         kernels.get_kernel checks); a user, not an org, is never one."""
-        def overview() -> bool:
+        return self.publisher(owner) is Publisher.TRUSTED
+
+    def publisher(self, owner: str) -> Publisher:
+        """What the Hub's org overview says of `owner`, asked as `kernels` asks it: a trusted kernel
+        publisher, an org it does not mark, or no org at all (404: a user account)."""
+        def overview() -> Publisher:
             try:
                 info = self.api.get_organization_overview(owner)
             except HfHubHTTPError as err:
                 if _status(err) == 404:  # a user, or no such org
-                    return False
+                    return Publisher.USER
                 raise
-            return bool(getattr(info, "trustedKernelPublisher", False))
+            return Publisher.TRUSTED if getattr(info, "trustedKernelPublisher", False) else Publisher.UNTRUSTED
 
         return self._call(f"look up {owner} on the Hub", overview)
+
+    def is_private(self, repo_id: str) -> bool:
+        return bool(self._call(f"look up {repo_id}", lambda: self.api.repo_info(repo_id, repo_type=REPO_TYPE).private))
 
     # -- writes --------------------------------------------------------------
     def upload(self, repo_id: str, uploads: Iterable[Upload], revision: str,
@@ -305,6 +320,18 @@ def _require_hub_version() -> None:
             f"huggingface_hub {huggingface_hub.__version__} cannot write to kernel repos (it needs {MIN_HUB} or newer)",
             f"pip install --upgrade 'huggingface_hub>={MIN_HUB}' (another package pinning it older? "
             "install publisher in its own environment)")
+
+
+def _no_xet(err: BaseException) -> bool:
+    """The Xet upload path found no Xet service (huggingface_hub asks for a write token without asking
+    the server whether it has Xet; the failure comes from the Xet client, as a 404 in its text)."""
+    seen: BaseException | None = err
+    while seen is not None:
+        text = str(seen)
+        if "xet-write-token" in text and ("404" in text or _status(seen) == 404):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _server_message(err: BaseException) -> str:

@@ -15,10 +15,11 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from publisher import state
+from publisher import env, state
 from publisher.bench.card import card_section
 from publisher.builder.metadata import SIGNATURE
 from publisher.codes import finding
+from publisher.consumer import LoadCall, Publisher
 from publisher.errors import (
     OfflineError,
     ProjectError,
@@ -36,8 +37,9 @@ from publisher.plan.matrix import find_matrix, load_matrix
 from publisher.project.load import require_project
 from publisher.project.model import Project
 from publisher.push import card as card_mod
-from publisher.push import coverage, gate, public_api, verify
+from publisher.push import consumer_load, coverage, gate, public_api, verify
 from publisher.push.changes import LocalFile, PushPlan, benchmark_files, variant_files
+from publisher.push.consumer_load import ConsumerLoad, ConsumersCannotLoad
 from publisher.push.early import EarlyUpload, place, published_from_here, record_published
 from publisher.push.hub_client import HubClient, RetryPolicy
 from publisher.push.publish import CommitOutcome, Staging, plan_push, plan_without_hub, publish, publish_card
@@ -67,6 +69,15 @@ class PushResult:
     report: dict  # the --json document
     resolutions: tuple[verify.Resolution, ...]
     refused: tuple[Finding, ...]  # a dry run's refusals (a real push raises PushRefused instead)
+    load_call: LoadCall | None = None  # how the card tells consumers to load it
+    consumer: ConsumerLoad | None = None  # that call, made as a consumer after the commit (None: not made)
+
+
+def unloadable(result: PushResult) -> ConsumersCannotLoad | None:
+    """The error a published release ends with when consumers cannot load it as the card says."""
+    if result.consumer is not None and result.consumer.failed and result.load_call is not None:
+        return ConsumersCannotLoad(result.consumer, result.load_call)
+    return None
 
 
 def run_push(options: PushOptions, events: PushEvents) -> PushResult:
@@ -87,6 +98,8 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     # the repo's branches are asked for while the gate reads every byte of the build; a failed look-ahead is
     # simply asked again below (with retries), and a refused push never waits for it
     early = _in_background(lambda: client.single_attempt().branches_if_exists(repo_id)) if client else None
+    # what the Hub says of the owner decides the load call on the card (asked as `kernels` asks it)
+    standing = _in_background(lambda: client.single_attempt().publisher(repo_id.split("/", 1)[0])) if client else None
 
     # one variant per thread: hashing releases the GIL, and the gate reads every byte of the build
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as hashing:
@@ -114,7 +127,11 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
     _in_background(resolver.warm)
     unreachable = None
     staging = None
+    loading = None  # the consumer load, once the version is published
     try:
+        if not dry_run and not options.create_pr:  # (a pull request leaves the branch consumers load as it is)
+            # a consumer's fresh process imports torch and kernels while the Hub answers and the files travel
+            loading = consumer_load.PendingLoad(client.endpoint)
         try:
             listed = _answer(early) if early else None
             if early is None or (isinstance(listed, BaseException) and not dry_run):
@@ -147,7 +164,14 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
         if errors and not dry_run:
             raise refusal(errors)
 
-        card, readme = _write_card(project, repo_id, version, verdicts, plan, covered, options.signer, build_dir, api)
+        call = LoadCall(repo_id, version, _publisher(standing))
+        card, readme = _write_card(project, call, verdicts, plan, covered, options.signer, build_dir, api)
+        if options.card:
+            unloadable_card = _card_calls(card, call, readme)
+            findings += unloadable_card
+            errors += unloadable_card
+            if unloadable_card and not dry_run:
+                raise refusal(errors)
 
         report: dict = {"repo_id": repo_id, "branch": branch, "version": version, "dry_run": dry_run,
                         "endpoint": client.endpoint, "plan": plan.to_dict(), "card": str(readme),
@@ -165,7 +189,8 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
         # which environment loads which variant: `kernels` is imported and asked while the files travel
         resolving = _in_background(lambda: verify.resolve_cells(list(variants) + list(plan.kept_variants),
                                                                 coverage.targeted_cells(project, matrix)))
-        result = PushResult(repo_id, version, report, (), tuple(errors))
+        report["load_call"] = call.render()
+        result = PushResult(repo_id, version, report, (), tuple(errors), load_call=call)
         if dry_run:
             return _with_resolutions(result, resolving, events)
 
@@ -182,6 +207,12 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
         report["verified"] = True  # publish() compared the commit's files with this build (it raises otherwise)
         report["verify_problems"] = []
         events.committed(outcome, branch, len(plan.expected()))
+        # the version is published: the consumer loads it while the card commits
+        if loading is not None:
+            _load_as_consumer(loading, client, call, list(variants) + list(plan.kept_variants))
+            if env.hub_telemetry_disabled():
+                events.note("note: HF_HUB_DISABLE_TELEMETRY is set here; kernels 0.17.2 then sends an invalid "
+                            "User-Agent and loads no kernel, so the consumer load runs without it")
 
         if options.card:
             try:
@@ -196,12 +227,18 @@ def run_push(options: PushOptions, events: PushEvents) -> PushResult:
             report["card_commit"] = card_outcome.commit
             events.card(card_outcome.commit)
         background.shutdown(wait=True)
-        if not options.create_pr:
+        if loading is not None:
             _try_record(build_dir, variants, where)
+            load = loading.result()
+            report["consumer"] = load.to_dict()
+            report["findings"] += [f.to_json() for f in consumer_load.findings(load, call)]
+            result = replace(result, consumer=load)
         return _with_resolutions(result, resolving, events)
     except BaseException:
         if staging is not None:
             staging.remove()  # a push that stops before its commit leaves no branch of its own behind
+        if loading is not None:
+            loading.cancel()
         raise
 
 
@@ -284,7 +321,33 @@ def _api_report(api: public_api.PublicApi, change: public_api.ApiChange | None) 
             "added": [k for k, _ in change.added] if change else []}
 
 
-def _write_card(project: Project, repo_id: str, version: int, verdicts: list[gate.Verdict], plan: PushPlan,
+def _publisher(standing: Future | None) -> Publisher:
+    """What the Hub said of the owner; UNKNOWN when it could not say (the card then shows the call that
+    loads for every owner)."""
+    answer = _answer(standing) if standing is not None else None
+    return answer if isinstance(answer, Publisher) else Publisher.UNKNOWN
+
+
+def _card_calls(card: card_mod.Card, call: LoadCall, readme: Path) -> list[Finding]:
+    """PP402 for each `kernels` call on the card that cannot load the kernel for its owner."""
+    return [finding("PP402", f"the card shows `{found}`, which fails for consumers: {call.untrusted_because()}, "
+                    "so kernels refuses the repository without trust_remote_code",
+                    file=str(readme), hint=f"write `{{{{ load_call }}}}` in CARD.md (it renders `{call.render()}`), "
+                    f'or add trust_remote_code=["{call.repo_id}"] to the call')
+            for found in card_mod.unloadable_calls(card.text, call)]
+
+
+def _load_as_consumer(loading: consumer_load.PendingLoad, client: HubClient, call: LoadCall,
+                      variants: list[str]) -> None:
+    """The card's call, made as a consumer; with the token only where the repo is private."""
+    try:
+        private = client.single_attempt().is_private(call.repo_id)
+    except PublisherError:
+        private = False
+    loading.go(call, variants, token=client.token if private else None)
+
+
+def _write_card(project: Project, call: LoadCall, verdicts: list[gate.Verdict], plan: PushPlan,
                 covered: coverage.Coverage, signer: SignerWorkflow | None, build_dir: Path,
                 api: public_api.PublicApi) -> tuple[card_mod.Card, Path]:
     """The kernel card of this release, written to build/.publisher/README.md (a dry run shows it too)."""
@@ -294,8 +357,8 @@ def _write_card(project: Project, repo_id: str, version: int, verdicts: list[gat
     signed = any((build_dir / v.variant / SIGNATURE).is_file() for v in verdicts)
     measured = card_section(build_dir, {v.variant: build_dir / v.variant for v in verdicts},
                             state.state_dir(build_dir) / "card-media")
-    card = card_mod.render(project, repo_id, version, rows + kept_rows, covered.missing, signer=signer, signed=signed,
-                           measured=measured, api=api)
+    card = card_mod.render(project, call.repo_id, call.version, rows + kept_rows, covered.missing, signer=signer,
+                           signed=signed, measured=measured, api=api, publisher=call.publisher)
     readme = state.state_dir(build_dir) / "README.md"
     readme.parent.mkdir(parents=True, exist_ok=True)
     readme.write_text(card.text)

@@ -24,7 +24,7 @@ from publisher.project.load import require_project
 from publisher.project.stage import CheckResult, run_check
 from publisher.push import coverage
 from publisher.push.gate import Standing, standing
-from publisher.push.stage import PushEvents, PushResult, refusal, run_push
+from publisher.push.stage import PushEvents, PushResult, refusal, run_push, unloadable
 from publisher.testing.report import VariantTestResult
 from publisher.testing.stage import TestRun, run_tests
 
@@ -142,4 +142,7 @@ def run_release(options: ReleaseOptions, events: ReleaseEvents) -> ReleaseResult
     events.pushed(pushed)
     if pushed.refused:
         raise refusal(list(pushed.refused))
+    failed = unloadable(pushed)
+    if failed:
+        raise failed
     return ReleaseResult(built, tested, pushed, admitted)

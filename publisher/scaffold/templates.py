@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from publisher.consumer import LoadCall, benchmark_commands
 from publisher.data import data_path
 from publisher.scaffold.names import KernelNames
 
@@ -84,6 +85,10 @@ def project_files(names: KernelNames, backends: tuple[str, ...], license: str) -
         "rocm": "rocm" in backends,
         "backends_text": _backends_text(backends),
         "example_device": "cuda" if {"cuda", "rocm"} & set(backends) else "cpu",
+        # the tests load version 1 (build.toml's) as users whose Hub may not trust the owner do
+        "load_call": LoadCall(names.repo_id, 1).render(prefix="kernels."),
+        "load_call_why": LoadCall(names.repo_id, 1).why(),
+        "benchmark_commands": benchmark_commands(names.repo_id, 1)[1:],  # kernels[benchmark] is there already
     }
     return {
         target.format(python_name=names.python_name): render(template, values)

@@ -4,8 +4,14 @@
 must match. (study.py beside this file is the longer study: graph timings, copy
 ceiling, torch.compile; not named benchmark*.py, which `kernels benchmark` would refuse.)
 
-    kernels benchmark your-hf-org/rmsnorm --version 1
-    publisher bench .            # this folder's build/: each variant this machine runs"""
+    kernels benchmark ./         # this folder's build/ (after `publisher build --local`)
+    publisher bench .            # this folder's build/: each variant this machine runs
+
+The published kernel, from a snapshot of its version branch (`kernels benchmark your-hf-org/rmsnorm`
+cannot load a third-party kernel in kernels 0.17.2):
+
+    hf download your-hf-org/rmsnorm --repo-type kernel --revision v1 --local-dir rmsnorm-v1
+    kernels benchmark ./rmsnorm-v1"""
 
 import torch
 import torch.nn.functional as F

@@ -23,7 +23,7 @@ import threading
 
 from publisher.backends.docker import ENGINE_HINT
 from publisher.hub_server.jobs import metrics
-from publisher.hub_server.jobs.executor import NOTE, Launch, LaunchFailed, LineSink, Running
+from publisher.hub_server.jobs.executor import NOTE, Launch, LaunchFailed, LineSink, Running, unmet_requirement
 
 LABEL = "org.huggingface.publisher"
 ROLE = "hub-job"
@@ -53,8 +53,7 @@ class DockerExecutor:
                 try:
                     import docker
                 except ImportError:
-                    self._problem = ("the docker executor needs the Docker SDK for Python "
-                                     "(pip install 'kernel-publisher[docker]')")
+                    self._problem = unmet_requirement(self.name) or "the Docker SDK for Python cannot be imported"
                 else:
                     try:
                         client = docker.from_env(timeout=600)
@@ -71,9 +70,9 @@ class DockerExecutor:
 
     # -- the interface ----------------------------------------------------------
     def prepare(self, launch: Launch, note: LineSink) -> None:
+        client = self._engine()  # first: without the Docker SDK it is the job's ERROR message
         import docker
 
-        client = self._engine()
         if launch.image is None:
             raise LaunchFailed(f"Cannot run the image of Space {launch.space_id}: this Hub-compatible server "
                                "builds no Space images; give a Docker image (dockerImage) instead")
@@ -92,9 +91,9 @@ class DockerExecutor:
                  "this Docker engine has no NVIDIA runtime: the job runs without a GPU")
 
     def start(self, launch: Launch, on_line: LineSink) -> DockerAttempt:
+        client = self._engine()
         import docker
 
-        client = self._engine()
         cpus = min(launch.flavor.cpus, float(os.cpu_count() or 1))
         options: dict = {
             "image": launch.image, "environment": dict(launch.environment), "network_mode": "host",

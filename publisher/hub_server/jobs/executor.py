@@ -23,6 +23,7 @@ Adding one (Kubernetes, SSH to a runner): a module here and a line in EXECUTORS.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ EXECUTORS: Mapping[str, str] = {
     "process": "publisher.hub_server.jobs.process_executor:ProcessExecutor",
 }
 DEFAULT_EXECUTOR = "docker"
+# name -> the Python module it needs that publisher installs only with an extra, and that extra
+_NEEDS: Mapping[str, tuple[str, str]] = {"docker": ("docker", "docker")}
 NOTE = "[hub-server]"  # how the server's own remarks start in a job's log
 
 
@@ -116,6 +119,19 @@ class Running:
             attempts = list(self._attempts)
         for attempt in attempts:
             attempt.stop()
+
+
+def unmet_requirement(name: str) -> str | None:
+    """Why executor `name` cannot run a job in this installation, with the ways out; None when it can."""
+    if name not in _NEEDS:
+        return None
+    module, extra = _NEEDS[name]
+    if importlib.util.find_spec(module) is not None:
+        return None
+    others = ", ".join(f"`--jobs-executor {n}`" for n in EXECUTORS if n not in _NEEDS)
+    return (f"the {name} executor needs the `{module}` Python package, which is not installed: every job would "
+            f"end in ERROR. Install it with `pip install 'kernel-publisher[{extra}]'`, or start the server with "
+            f"{others} (jobs then run as plain processes on this machine)")
 
 
 def make_executor(name: str) -> Executor:
