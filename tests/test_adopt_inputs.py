@@ -215,7 +215,7 @@ def _run_generated(tmp_path: Path, op_inputs: dict[str, str], kernel: str = KERN
     for op, line in op_inputs.items():
         text = re.sub(rf'^    "{op}": lambda: .*$', f'    "{op}": {line},', text, flags=re.M)
     write(tmp_path, {"tests/test_k_ops.py": text, "stub/kernels/__init__.py":
-                     "import importlib\n\n\ndef get_kernel(repo_id, version=None):\n"
+                     "import importlib\n\n\ndef get_kernel(repo_id, version=None, trust_remote_code=None):\n"
                      "    return importlib.import_module('kern')\n",
                      "stub/kern/__init__.py": kernel, "stub/kern/_ops.py": "ops = None\n"})
     junit = tmp_path / "junit.xml"
