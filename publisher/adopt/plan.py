@@ -609,7 +609,7 @@ class _Planner:
         carried = {PurePosixPath(w).name for w in self.d.wrappers}
         found, left = project_tests.find(self.root, carried)
         own = [t for t in found if not written_by_adopt(self.read(t.source))]
-        if own:
+        if any(not t.helper for t in own):
             self._carry_tests(own, left, python_name)
             return
         if not ops or (self.root / target).exists():
