@@ -794,3 +794,75 @@ def write_thc_project(root: Path) -> Path:
     return write(root, {"setup.py": THC_SETUP, "src/roi_pool.cpp": THC_CPP, "src/roi_pool_kernel.cu": THC_CU,
                         "LICENSE": "MIT License\n\nPermission is hereby granted, free of charge, to any person "
                         "obtaining a copy\n"})
+
+
+# A CPU extension beside a CUDA one (longcw/RoIAlign.pytorch's shape): the CPU one always, the CUDA one where
+# CUDA is; the same function names in both; the package picks one by the tensor's device.
+PAIR_SETUP = """\
+import torch
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+modules = [CppExtension("pair.scale_cpu", ["pair/src/scale.cpp"])]
+if torch.cuda.is_available():
+    modules.append(CUDAExtension("pair.scale_gpu", ["pair/src/scale_gpu.cpp", "pair/src/scale_kernel.cu"]))
+setup(name="pair", packages=["pair"], ext_modules=modules, cmdclass={"build_ext": BuildExtension})
+"""
+
+PAIR_CPP = """\
+#include <torch/extension.h>
+
+void scale_forward(torch::Tensor x, double factor, torch::Tensor out) { out.copy_(x * factor); }
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &scale_forward, "out = x * factor"); }
+"""
+
+PAIR_GPU_CPP = """\
+#include <torch/extension.h>
+
+void scale_forward_cuda(torch::Tensor x, double factor, torch::Tensor out);
+
+void scale_forward(torch::Tensor x, double factor, torch::Tensor out) {
+  TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+  scale_forward_cuda(x, factor, out);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &scale_forward, "out = x * factor"); }
+"""
+
+PAIR_CU = """\
+#include <torch/extension.h>
+
+__global__ void scale_kernel(const float* x, float factor, float* out, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = x[i] * factor;
+}
+
+void scale_forward_cuda(torch::Tensor x, double factor, torch::Tensor out) {
+  int64_t n = x.numel();
+  scale_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), (float)factor, out.data_ptr<float>(), n);
+}
+"""
+
+PAIR_INIT = """\
+import torch
+
+from . import scale_cpu
+
+try:
+    from . import scale_gpu
+except ImportError:
+    scale_gpu = None
+
+
+def scale(x, factor):
+    out = torch.empty_like(x)
+    (scale_gpu if x.is_cuda else scale_cpu).forward(x, factor, out)
+    return out
+"""
+
+
+def write_pair_project(root: Path) -> Path:
+    return write(root, {"setup.py": PAIR_SETUP, "pair/__init__.py": PAIR_INIT, "pair/src/scale.cpp": PAIR_CPP,
+                        "pair/src/scale_gpu.cpp": PAIR_GPU_CPP, "pair/src/scale_kernel.cu": PAIR_CU,
+                        "LICENSE": "MIT License\n"})

@@ -210,7 +210,7 @@ def _run_generated(tmp_path: Path, op_inputs: dict[str, str], kernel: str = KERN
     tensor = parse("torch::Tensor")
     signatures = (("gather_rows", ("src", "index")), ("double", ("x",)), ("wrong", ("x",)), ("crash", ("x",)))
     ops = [Op(name, name, tuple(OpArg(a, tensor) for a in args), tensor, None, "k.cpp", 1) for name, args in signatures]
-    text = tests_gen.test_file(repo_id="org/k", version=1, device="cpu", paths={}, module_label="k_ext", ops=ops,
+    text = tests_gen.test_file(repo_id="org/k", version=1, devices=("cpu",), paths={}, module_label="k_ext", ops=ops,
                                references={"wrong": "kernel.wrong_ref"})
     for op, line in op_inputs.items():
         text = re.sub(rf'^    "{op}": lambda: .*$', f'    "{op}": {line},', text, flags=re.M)
