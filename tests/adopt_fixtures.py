@@ -866,3 +866,44 @@ def write_pair_project(root: Path) -> Path:
     return write(root, {"setup.py": PAIR_SETUP, "pair/__init__.py": PAIR_INIT, "pair/src/scale.cpp": PAIR_CPP,
                         "pair/src/scale_gpu.cpp": PAIR_GPU_CPP, "pair/src/scale_kernel.cu": PAIR_CU,
                         "LICENSE": "MIT License\n"})
+
+
+# CPU code built as a CUDAExtension (qinzheng93/GeoTransformer's shape): the op checks its tensors are on the CPU
+# (CHECK_CPU), whichever variant it is built into; a second op dispatches on the device instead.
+CPU_IN_CUDA_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(name="neighbors", packages=["neighbors"],
+      ext_modules=[CUDAExtension("neighbors.ext", ["neighbors/csrc/radius.cpp"])], cmdclass={"build_ext": BuildExtension})
+"""
+
+CPU_IN_CUDA_CPP = """\
+#include <torch/extension.h>
+
+#define CHECK_CPU(x) TORCH_CHECK(!x.device().is_cuda(), #x " must be a CPU tensor")
+
+at::Tensor count_within(const at::Tensor& points, const at::Tensor& lengths, double radius) {
+  CHECK_CPU(points);
+  CHECK_CPU(lengths);
+  TORCH_CHECK(lengths.scalar_type() == at::kLong, "lengths must be int64");
+  return (points.norm(2, 1) < radius).sum().unsqueeze(0);
+}
+
+at::Tensor doubled(const at::Tensor& x) {
+  if (!x.is_cuda()) {
+    return x * 2;
+  }
+  return x + x;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("count_within", &count_within, "points closer than radius to the origin");
+  m.def("doubled", &doubled, "x * 2");
+}
+"""
+
+
+def write_cpu_in_cuda_project(root: Path) -> Path:
+    return write(root, {"setup.py": CPU_IN_CUDA_SETUP, "neighbors/__init__.py": "from . import ext\n",
+                        "neighbors/csrc/radius.cpp": CPU_IN_CUDA_CPP, "LICENSE": "MIT License\n"})

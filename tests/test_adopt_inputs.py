@@ -17,7 +17,7 @@ from publisher.adopt import inputs, tests_gen
 from publisher.adopt.plan import make_plan
 from publisher.testing import protocol
 
-from adopt_fixtures import write, write_index_project
+from adopt_fixtures import write, write_cpu_in_cuda_project, write_index_project
 
 
 def _ops(root: Path):
@@ -286,3 +286,17 @@ def test_a_long_chain_of_reassignments_ends_in_a_guess_not_a_crash(tmp_path):
     ops = _ops(root)
     derived = inputs.derive(root, [ops["magnitude"]], ["index_ops._C"])
     assert derived["magnitude"].site == "the call at index_ops/__init__.py:17"  # the wrapper's call, not bench.py
+
+
+def test_an_op_that_checks_for_cpu_tensors_gets_cpu_tensors_in_the_cuda_variants_tests(tmp_path):
+    # GeoTransformer: CPU code in a CUDAExtension, CHECK_CPU on each argument; on the GPU its generated test gave
+    # it CUDA tensors, which it refused (needs inputs): never judged. A branch on the device is no requirement.
+    plan = make_plan(write_cpu_in_cuda_project(tmp_path / "neighbors"))
+    text = next(c.new for c in plan.changes if c.path == "tests/test_neighbors_ops.py")
+    assert 'DEVICE = "cuda"' in text
+    count = next(line for line in text.splitlines() if line.strip().startswith('"count_within": lambda'))
+    assert count.count('device="cpu"') == 2 and "DEVICE" not in count and "dtype=torch.int64" in count
+    doubled = next(line for line in text.splitlines() if line.strip().startswith('"doubled": lambda'))
+    assert "device=DEVICE" in doubled
+    # an op may answer a CUDA tensor with a CPU one (or the reverse): the result's device is no verdict
+    assert "result.device" not in text

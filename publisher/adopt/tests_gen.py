@@ -39,7 +39,8 @@ def _tensor(value: inputs.Concrete, mutable: bool) -> str:
     dims = ", ".join(str(d) for d in value.shape) if value.shape else "()"
     dtype = "" if value.dtype == "float32" else f", dtype=torch.{value.dtype}"
     make = "torch.zeros" if mutable or value.dtype.startswith(_INTEGER) else "torch.randn"
-    return f"{make}({dims}{dtype}, device=DEVICE)"
+    device = f'"{value.device}"' if value.device else "DEVICE"
+    return f"{make}({dims}{dtype}, device={device})"
 
 
 def _argument(arg: OpArg, tensors: dict[str, inputs.Concrete], scalars: dict[str, object]) -> str | None:
@@ -174,7 +175,7 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
         "        if returns.endswith(\"[]\"):",
         "            assert isinstance(result, list) and all(isinstance(t, torch.Tensor) for t in result)",
         "        else:",
-        "            assert isinstance(result, torch.Tensor) and result.device.type == torch.device(DEVICE).type",
+        "            assert isinstance(result, torch.Tensor)",
         "",
         "",
         "def _first_line(err):",
