@@ -890,6 +890,18 @@ at::Tensor count_within(const at::Tensor& points, const at::Tensor& lengths, dou
   return (points.norm(2, 1) < radius).sum().unsqueeze(0);
 }
 
+// stack mode: the rows of q_points and s_points split into batch elements by q_lengths and s_lengths
+at::Tensor pairs_within(const at::Tensor& q_points, const at::Tensor& s_points, const at::Tensor& q_lengths,
+                        const at::Tensor& s_lengths, double radius) {
+  CHECK_CPU(q_points);
+  TORCH_CHECK(s_points.dim() == 2 && s_points.size(0) == 5, "five support points");
+  TORCH_CHECK(s_points.size(1) == q_points.size(1), "points of one dimension");
+  TORCH_CHECK(q_lengths.scalar_type() == at::kLong && s_lengths.scalar_type() == at::kLong, "int64 lengths");
+  TORCH_CHECK(q_lengths.sum().item<int64_t>() == q_points.size(0), "q_lengths must add up to the rows of q_points");
+  TORCH_CHECK(s_lengths.sum().item<int64_t>() == s_points.size(0), "s_lengths must add up to the rows of s_points");
+  return at::cdist(q_points, s_points).lt(radius).sum().unsqueeze(0);
+}
+
 at::Tensor doubled(const at::Tensor& x) {
   if (!x.is_cuda()) {
     return x * 2;
@@ -899,11 +911,14 @@ at::Tensor doubled(const at::Tensor& x) {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("count_within", &count_within, "points closer than radius to the origin");
+  m.def("pairs_within", &pairs_within, "pairs of a query and a support point closer than radius");
   m.def("doubled", &doubled, "x * 2");
 }
 """
 
 
-def write_cpu_in_cuda_project(root: Path) -> Path:
-    return write(root, {"setup.py": CPU_IN_CUDA_SETUP, "neighbors/__init__.py": "from . import ext\n",
+def write_cpu_in_cuda_project(root: Path, cuda: bool = True) -> Path:
+    """cuda=False: the same as a CppExtension (a cpu variant this machine builds)."""
+    setup = CPU_IN_CUDA_SETUP if cuda else CPU_IN_CUDA_SETUP.replace("CUDAExtension", "CppExtension")
+    return write(root, {"setup.py": setup, "neighbors/__init__.py": "from . import ext\n",
                         "neighbors/csrc/radius.cpp": CPU_IN_CUDA_CPP, "LICENSE": "MIT License\n"})

@@ -300,3 +300,15 @@ def test_an_op_that_checks_for_cpu_tensors_gets_cpu_tensors_in_the_cuda_variants
     assert "device=DEVICE" in doubled
     # an op may answer a CUDA tensor with a CPU one (or the reverse): the result's device is no verdict
     assert "result.device" not in text
+
+
+def test_batch_lengths_hold_every_row_of_their_tensor_not_zeros(tmp_path):
+    # GeoTransformer's grid_subsampling(points, lengths, voxel_size) crashed on lengths of zeros beside 8 points
+    # (an inconsistent batch of our making); q_lengths goes with q_points, s_lengths with s_points
+    plan = make_plan(write_cpu_in_cuda_project(tmp_path / "neighbors"))
+    text = next(c.new for c in plan.changes if c.path == "tests/test_neighbors_ops.py")
+    count = next(line for line in text.splitlines() if line.strip().startswith('"count_within": lambda'))
+    assert 'torch.tensor([8], dtype=torch.int64, device="cpu")' in count
+    pairs = next(line for line in text.splitlines() if line.strip().startswith('"pairs_within": lambda'))
+    assert "torch.randn(5, 64, device=DEVICE)" in pairs
+    assert pairs.index('torch.tensor([8], dtype=torch.int64') < pairs.index('torch.tensor([5], dtype=torch.int64')

@@ -1072,6 +1072,7 @@ class Concrete:
     dtype: str
     shape: tuple[int, ...]
     device: str | None = None  # None: the device of the variant under test
+    value: int | None = None  # a one-element tensor holding this (the length of one batch element); None: zeros
 
 
 def resolve(op: Op, derived: Derived | None) -> tuple[dict[str, Concrete], dict[str, object]]:
@@ -1147,4 +1148,21 @@ def resolve(op: Op, derived: Derived | None) -> tuple[dict[str, Concrete], dict[
         if arg.ctype.schema == "int" and arg.ctype.kind == "scalar" and (arg.name in scalars or arg.name in derived.sizes):
             int_arg(arg.name)
     concrete = {name: Concrete(spec.dtype or "float32", shape_of(name), spec.device) for name, spec in tensors.items()}
-    return concrete, scalars
+    return _lengths(concrete), scalars
+
+
+def _lengths(concrete: dict[str, Concrete]) -> dict[str, Concrete]:
+    """A 1-d integer tensor named as batch lengths (resources/adopt_inputs.yaml: length_names) holds one batch
+    element: every row of its tensor (the float tensor named with its prefix, else the first float tensor)."""
+    pattern = re.compile(_facts()["length_names"])
+    floats = [n for n, c in concrete.items() if not c.dtype.startswith(_INTEGER)]
+    out = dict(concrete)
+    for name, value in concrete.items():
+        match = pattern.match(name)
+        if not match or not value.dtype.startswith(_INTEGER) or len(value.shape) > 1 or not floats:
+            continue
+        prefix = match.group("prefix")
+        rows = next((f for f in floats if prefix and f.startswith(prefix + "_")), floats[0])
+        shape = concrete[rows].shape
+        out[name] = Concrete(value.dtype, (1,), value.device, shape[0] if shape else 1)
+    return out

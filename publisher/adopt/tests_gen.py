@@ -38,8 +38,10 @@ def load_line(repo_id: str, version: int) -> str:
 def _tensor(value: inputs.Concrete, mutable: bool) -> str:
     dims = ", ".join(str(d) for d in value.shape) if value.shape else "()"
     dtype = "" if value.dtype == "float32" else f", dtype=torch.{value.dtype}"
-    make = "torch.zeros" if mutable or value.dtype.startswith(_INTEGER) else "torch.randn"
     device = f'"{value.device}"' if value.device else "DEVICE"
+    if value.value is not None:  # the length of the one batch element
+        return f"torch.tensor([{value.value}]{dtype}, device={device})"
+    make = "torch.zeros" if mutable or value.dtype.startswith(_INTEGER) else "torch.randn"
     return f"{make}({dims}{dtype}, device={device})"
 
 
