@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from publisher.adopt import sources
+from publisher.project.test_imports import COLLECTED
 
 _TEST_NAME = re.compile(r"^(test_.*|.*_test|tests?)\.py$")
-# the files pytest collects tests from by default (python_files), as `pytest tests` runs them
-_COLLECTED = re.compile(r"^(test_.*|.*_test)\.py$")
 # data files a test folder carries (text: adopt writes text); other files are named in a finding
 _TEXT_SUFFIXES = (".py", ".json", ".yaml", ".yml", ".txt", ".csv", ".toml", ".cfg", ".ini")
 
@@ -69,8 +68,9 @@ def find(root: Path, leave: set[str] = frozenset()) -> tuple[list[ProjectTest], 
     if (root / "tests").is_dir():
         for rel in sources.walk(root / "tests", (".py",)):
             tree = _tree(root, f"tests/{rel}")
-            collected = _COLLECTED.match(PurePosixPath(rel).name) and tree is not None and defines_tests(tree)
-            found.append(ProjectTest(f"tests/{rel}", f"tests/{rel}", helper=not collected))
+            name = PurePosixPath(rel).name
+            test = COLLECTED.match(name) is not None and tree is not None and defines_tests(tree)
+            found.append(ProjectTest(f"tests/{rel}", f"tests/{rel}", helper=not test))
     if (root / "test").is_dir():
         for rel in sources.walk(root / "test", ("",)):
             if rel.endswith(_TEXT_SUFFIXES) and sources.read_text(root / "test" / rel) is not None:
