@@ -25,9 +25,13 @@ inputs.py (one per project) defines INPUTS = {op: lambda device: (args...)}, and
 NAMES = {op: name in the original module}, TOLERANCE = {op: (rtol, atol)}, MODULE = the original
 module's import name (default: what adopt finds), MODULES = {device: module} where the original has
 one module per device (torchsort: isotonic_cpu, isotonic_cuda), DEVICE = "cpu" for a CPU extension,
-DEVICES = ["cuda", "cpu"] to compare on several devices, and ORIGINAL = lambda root, device: the object whose
+DEVICES = ["cuda", "cpu"] to compare on several devices, ORIGINAL = lambda root, device: the object whose
 attributes are the original's ops, for an original that registers torch ops itself (TORCH_LIBRARY,
-RegisterOperators: `torch.ops.<its namespace>` once its library is loaded from the built tree at `root`).
+RegisterOperators: `torch.ops.<its namespace>` once its library is loaded from the built tree at `root`),
+ORIGINAL_ENV = {name: value} for the original's build (FORCE_ONLY_CUDA=1: only the libraries compared),
+BACKEND = the adopted variant to load where it is not the device's ("cuda" for a CUDAExtension whose ops are
+CPU code: GeoTransformer), and REFERENCE = lambda device: an object whose attributes compute each op, compared
+with instead where the original no longer builds (a THC-era extension on a torch without THC).
 """
 
 from __future__ import annotations
@@ -160,7 +164,14 @@ def _build_both(project: Path, work: Path, device: str, arch: str | None, out: P
         env["TORCH_CUDA_ARCH_LIST"] = arch
         _narrow_capabilities(adopted / "build.toml", arch)
     built = {"inputs": inputs, "work": work}
-    built["original"] = _build_original(original, work, out, project.name, env, deadline)
+    try:
+        built["original"] = _build_original(original, work, out, project.name,
+                                            {**env, **getattr(inputs, "ORIGINAL_ENV", {})}, deadline)
+    except (RuntimeError, TimeoutError) as err:
+        if not hasattr(inputs, "REFERENCE"):
+            raise
+        print(f"   {project.name} original did not build: compared with REFERENCE instead\n{err}", flush=True)
+        built["original"] = None
     built["adopted"] = _build_adopted(adopted, out, project.name, env, deadline)
     return built
 
@@ -178,18 +189,21 @@ def _narrow_capabilities(toml: Path, arch: str) -> None:
 def _compare_project(project: Path, built: dict, device: str) -> list[dict]:
     inputs = built["inputs"]
     devices = list(getattr(inputs, "DEVICES", [getattr(inputs, "DEVICE", device)]))
-    ops_ns = _load_adopted(built["adopted"], project.name, devices)
+    ops_ns = _load_adopted(built["adopted"], project.name, devices, getattr(inputs, "BACKEND", None))
     names = getattr(inputs, "NAMES", {})
     tolerance = getattr(inputs, "TOLERANCE", {})
     rows = []
     for dev in devices:
-        if hasattr(inputs, "ORIGINAL"):  # ops the original registers itself (TORCH_LIBRARY, RegisterOperators)
+        if built["original"] is None:  # the original no longer builds: the project's reference computes each op
+            module = inputs.REFERENCE(dev)
+        elif hasattr(inputs, "ORIGINAL"):  # ops the original registers itself (TORCH_LIBRARY, RegisterOperators)
             module = inputs.ORIGINAL(built["original"]["root"], dev)
         else:
             module = _load_original(built["original"],
                                     getattr(inputs, "MODULES", {}).get(dev, getattr(inputs, "MODULE", None)))
         for op, make in inputs.INPUTS.items():
-            row = {"project": project.name, "op": op if len(devices) == 1 else f"{op} [{dev}]"}
+            row = {"project": project.name, "op": (op if len(devices) == 1 else f"{op} [{dev}]")
+                   + (" vs REFERENCE" if built["original"] is None else "")}
             try:
                 row.update(_compare_op(getattr(module, names.get(op, op)), getattr(ops_ns, op), make, dev,
                                        tolerance.get(op, (1e-5, 1e-6))))
@@ -321,12 +335,12 @@ def _build_adopted(root: Path, out: Path | None, name: str, env: dict, deadline:
     return root
 
 
-def _load_adopted(root: Path, name: str, devices: list[str]):
+def _load_adopted(root: Path, name: str, devices: list[str], backend: str | None = None):
     """The built variant, loaded as users load it (kernels); its torch.ops namespace."""
     import kernels
     import torch
 
-    module = kernels.get_local_kernel(root, backend="cpu" if devices == ["cpu"] else None)
+    module = kernels.get_local_kernel(root, backend=backend or ("cpu" if devices == ["cpu"] else None))
     variant = Path(module.__file__).parent
     ops_id = json.loads((variant / "metadata.json").read_text())["id"]
     print(f"   adopted: loaded {variant.name} ({ops_id})", flush=True)

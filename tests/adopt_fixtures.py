@@ -794,3 +794,131 @@ def write_thc_project(root: Path) -> Path:
     return write(root, {"setup.py": THC_SETUP, "src/roi_pool.cpp": THC_CPP, "src/roi_pool_kernel.cu": THC_CU,
                         "LICENSE": "MIT License\n\nPermission is hereby granted, free of charge, to any person "
                         "obtaining a copy\n"})
+
+
+# A CPU extension beside a CUDA one (longcw/RoIAlign.pytorch's shape): the CPU one always, the CUDA one where
+# CUDA is; the same function names in both; the package picks one by the tensor's device.
+PAIR_SETUP = """\
+import torch
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+modules = [CppExtension("pair.scale_cpu", ["pair/src/scale.cpp"])]
+if torch.cuda.is_available():
+    modules.append(CUDAExtension("pair.scale_gpu", ["pair/src/scale_gpu.cpp", "pair/src/scale_kernel.cu"]))
+setup(name="pair", packages=["pair"], ext_modules=modules, cmdclass={"build_ext": BuildExtension})
+"""
+
+PAIR_CPP = """\
+#include <torch/extension.h>
+
+void scale_forward(torch::Tensor x, double factor, torch::Tensor out) { out.copy_(x * factor); }
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &scale_forward, "out = x * factor"); }
+"""
+
+PAIR_GPU_CPP = """\
+#include <torch/extension.h>
+
+void scale_forward_cuda(torch::Tensor x, double factor, torch::Tensor out);
+
+void scale_forward(torch::Tensor x, double factor, torch::Tensor out) {
+  TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+  scale_forward_cuda(x, factor, out);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &scale_forward, "out = x * factor"); }
+"""
+
+PAIR_CU = """\
+#include <torch/extension.h>
+
+__global__ void scale_kernel(const float* x, float factor, float* out, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = x[i] * factor;
+}
+
+void scale_forward_cuda(torch::Tensor x, double factor, torch::Tensor out) {
+  int64_t n = x.numel();
+  scale_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), (float)factor, out.data_ptr<float>(), n);
+}
+"""
+
+PAIR_INIT = """\
+import torch
+
+from . import scale_cpu
+
+try:
+    from . import scale_gpu
+except ImportError:
+    scale_gpu = None
+
+
+def scale(x, factor):
+    out = torch.empty_like(x)
+    (scale_gpu if x.is_cuda else scale_cpu).forward(x, factor, out)
+    return out
+"""
+
+
+def write_pair_project(root: Path) -> Path:
+    return write(root, {"setup.py": PAIR_SETUP, "pair/__init__.py": PAIR_INIT, "pair/src/scale.cpp": PAIR_CPP,
+                        "pair/src/scale_gpu.cpp": PAIR_GPU_CPP, "pair/src/scale_kernel.cu": PAIR_CU,
+                        "LICENSE": "MIT License\n"})
+
+
+# CPU code built as a CUDAExtension (qinzheng93/GeoTransformer's shape): the op checks its tensors are on the CPU
+# (CHECK_CPU), whichever variant it is built into; a second op dispatches on the device instead.
+CPU_IN_CUDA_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(name="neighbors", packages=["neighbors"],
+      ext_modules=[CUDAExtension("neighbors.ext", ["neighbors/csrc/radius.cpp"])], cmdclass={"build_ext": BuildExtension})
+"""
+
+CPU_IN_CUDA_CPP = """\
+#include <torch/extension.h>
+
+#define CHECK_CPU(x) TORCH_CHECK(!x.device().is_cuda(), #x " must be a CPU tensor")
+
+at::Tensor count_within(const at::Tensor& points, const at::Tensor& lengths, double radius) {
+  CHECK_CPU(points);
+  CHECK_CPU(lengths);
+  TORCH_CHECK(lengths.scalar_type() == at::kLong, "lengths must be int64");
+  return (points.norm(2, 1) < radius).sum().unsqueeze(0);
+}
+
+// stack mode: the rows of q_points and s_points split into batch elements by q_lengths and s_lengths
+at::Tensor pairs_within(const at::Tensor& q_points, const at::Tensor& s_points, const at::Tensor& q_lengths,
+                        const at::Tensor& s_lengths, double radius) {
+  CHECK_CPU(q_points);
+  TORCH_CHECK(s_points.dim() == 2 && s_points.size(0) == 5, "five support points");
+  TORCH_CHECK(s_points.size(1) == q_points.size(1), "points of one dimension");
+  TORCH_CHECK(q_lengths.scalar_type() == at::kLong && s_lengths.scalar_type() == at::kLong, "int64 lengths");
+  TORCH_CHECK(q_lengths.sum().item<int64_t>() == q_points.size(0), "q_lengths must add up to the rows of q_points");
+  TORCH_CHECK(s_lengths.sum().item<int64_t>() == s_points.size(0), "s_lengths must add up to the rows of s_points");
+  return at::cdist(q_points, s_points).lt(radius).sum().unsqueeze(0);
+}
+
+at::Tensor doubled(const at::Tensor& x) {
+  if (!x.is_cuda()) {
+    return x * 2;
+  }
+  return x + x;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("count_within", &count_within, "points closer than radius to the origin");
+  m.def("pairs_within", &pairs_within, "pairs of a query and a support point closer than radius");
+  m.def("doubled", &doubled, "x * 2");
+}
+"""
+
+
+def write_cpu_in_cuda_project(root: Path, cuda: bool = True) -> Path:
+    """cuda=False: the same as a CppExtension (a cpu variant this machine builds)."""
+    setup = CPU_IN_CUDA_SETUP if cuda else CPU_IN_CUDA_SETUP.replace("CUDAExtension", "CppExtension")
+    return write(root, {"setup.py": setup, "neighbors/__init__.py": "from . import ext\n",
+                        "neighbors/csrc/radius.cpp": CPU_IN_CUDA_CPP, "LICENSE": "MIT License\n"})

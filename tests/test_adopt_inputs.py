@@ -17,7 +17,7 @@ from publisher.adopt import inputs, tests_gen
 from publisher.adopt.plan import make_plan
 from publisher.testing import protocol
 
-from adopt_fixtures import write, write_index_project
+from adopt_fixtures import write, write_cpu_in_cuda_project, write_index_project
 
 
 def _ops(root: Path):
@@ -210,7 +210,7 @@ def _run_generated(tmp_path: Path, op_inputs: dict[str, str], kernel: str = KERN
     tensor = parse("torch::Tensor")
     signatures = (("gather_rows", ("src", "index")), ("double", ("x",)), ("wrong", ("x",)), ("crash", ("x",)))
     ops = [Op(name, name, tuple(OpArg(a, tensor) for a in args), tensor, None, "k.cpp", 1) for name, args in signatures]
-    text = tests_gen.test_file(repo_id="org/k", version=1, device="cpu", paths={}, module_label="k_ext", ops=ops,
+    text = tests_gen.test_file(repo_id="org/k", version=1, devices=("cpu",), paths={}, module_label="k_ext", ops=ops,
                                references={"wrong": "kernel.wrong_ref"})
     for op, line in op_inputs.items():
         text = re.sub(rf'^    "{op}": lambda: .*$', f'    "{op}": {line},', text, flags=re.M)
@@ -286,3 +286,29 @@ def test_a_long_chain_of_reassignments_ends_in_a_guess_not_a_crash(tmp_path):
     ops = _ops(root)
     derived = inputs.derive(root, [ops["magnitude"]], ["index_ops._C"])
     assert derived["magnitude"].site == "the call at index_ops/__init__.py:17"  # the wrapper's call, not bench.py
+
+
+def test_an_op_that_checks_for_cpu_tensors_gets_cpu_tensors_in_the_cuda_variants_tests(tmp_path):
+    # GeoTransformer: CPU code in a CUDAExtension, CHECK_CPU on each argument; on the GPU its generated test gave
+    # it CUDA tensors, which it refused (needs inputs): never judged. A branch on the device is no requirement.
+    plan = make_plan(write_cpu_in_cuda_project(tmp_path / "neighbors"))
+    text = next(c.new for c in plan.changes if c.path == "tests/test_neighbors_ops.py")
+    assert 'DEVICE = "cuda"' in text
+    count = next(line for line in text.splitlines() if line.strip().startswith('"count_within": lambda'))
+    assert count.count('device="cpu"') == 2 and "DEVICE" not in count and "dtype=torch.int64" in count
+    doubled = next(line for line in text.splitlines() if line.strip().startswith('"doubled": lambda'))
+    assert "device=DEVICE" in doubled
+    # an op may answer a CUDA tensor with a CPU one (or the reverse): the result's device is no verdict
+    assert "result.device" not in text
+
+
+def test_batch_lengths_hold_every_row_of_their_tensor_not_zeros(tmp_path):
+    # GeoTransformer's grid_subsampling(points, lengths, voxel_size) crashed on lengths of zeros beside 8 points
+    # (an inconsistent batch of our making); q_lengths goes with q_points, s_lengths with s_points
+    plan = make_plan(write_cpu_in_cuda_project(tmp_path / "neighbors"))
+    text = next(c.new for c in plan.changes if c.path == "tests/test_neighbors_ops.py")
+    count = next(line for line in text.splitlines() if line.strip().startswith('"count_within": lambda'))
+    assert 'torch.tensor([8], dtype=torch.int64, device="cpu")' in count
+    pairs = next(line for line in text.splitlines() if line.strip().startswith('"pairs_within": lambda'))
+    assert "torch.randn(5, 64, device=DEVICE)" in pairs
+    assert pairs.index('torch.tensor([8], dtype=torch.int64') < pairs.index('torch.tensor([5], dtype=torch.int64')

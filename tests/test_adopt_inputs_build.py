@@ -17,7 +17,7 @@ import pytest
 
 from publisher.push.card import describe_test
 
-from adopt_fixtures import write_index_project
+from adopt_fixtures import write_cpu_in_cuda_project, write_index_project
 from cli_helper import run_cli
 from matrix_fixtures import write_local_matrix
 
@@ -64,3 +64,15 @@ def test_index_offsets_and_complex_ops_run_and_the_op_nobody_calls_needs_inputs(
     assert variant["suite"] == "ops-run" and variant["checks"] == {"ran": 4, "reference": 0}
     assert describe_test(variant).startswith("passed (ops run only: 4 op(s) called and returned what their schemas "
                                              "say, none compared with a reference; the project has no tests of its own)")
+
+
+def test_a_stack_mode_op_runs_on_batch_lengths_that_hold_its_rows(tmp_path):
+    # lengths of zeros beside rows would be refused (or crash the op: GeoTransformer's grid_subsampling);
+    # one batch element holding every row is what such an op takes
+    root = write_cpu_in_cuda_project(tmp_path / "neighbors", cuda=False)
+    write_local_matrix(root / "matrix.yaml", compute="cpu")
+    assert run_cli("adopt", str(root), "--force").returncode == 0
+    assert run_cli("build", str(root), "--local", timeout=1200).returncode == 0
+    tested = run_cli("test", str(root), "--json", timeout=1200)
+    (variant,) = json.loads(tested.stdout)["variants"].values()
+    assert variant["status"] == "passed" and variant["checks"] == {"ran": 3, "reference": 0}, variant

@@ -143,3 +143,19 @@ def test_lookups_by_the_old_name_become_lookups_of_the_carried_module(tmp_path):
     assert "find_loader" not in wrapper and "load(name=" not in wrapper.replace("was load(name=", "")
     assert "    from . import fastrelu_ext as _again\n" in wrapper
     ast.parse(wrapper)
+
+
+def test_the_projects_tests_in_test_and_beside_setup_py_call_the_kernels_namespace(tmp_path):
+    # pytorch/extension-cpp keeps its test in test/ (opcheck(torch.ops.extension_cpp.mymuladd.default, ...));
+    # other projects keep theirs beside setup.py: both are carried into tests/ and call the kernel's ops
+    root = write_library_project(tmp_path / "libmath")
+    test = ("import torch\nfrom torch.library import opcheck\n\nimport libmath\n\n\ndef test_{0}():\n"
+            "    a, b = torch.randn(3), torch.randn(3)\n    opcheck(torch.ops.libmath.muladd.default, (a, b, 1.0))\n"
+            "    torch.testing.assert_close(torch.ops.libmath.muladd(a, b, 1.0), a * b + 1.0)\n")
+    write(root, {"test/test_ops.py": test.format("in_test"), "test_root.py": test.format("beside_setup")})
+    changes = {c.path: c.new for c in make_plan(root).changes}
+    for carried in ("tests/test_ops.py", "tests/test_root.py"):
+        assert "torch.ops.libmath" not in changes[carried], changes[carried]
+        assert "opcheck(libmath._ops.ops.muladd.default, (a, b, 1.0))" in changes[carried]
+        assert "libmath._ops.ops.muladd(a, b, 1.0)" in changes[carried]
+        ast.parse(changes[carried])

@@ -29,6 +29,26 @@ def test_tests_beside_setup_py_and_in_test_are_carried_into_tests(tmp_path):
     assert "test/test_magnitude.py" in carried.message and "test_index_ops.py" in carried.message
 
 
+def test_a_tests_folder_pytest_collects_nothing_from_gets_the_generated_tests(tmp_path):
+    # longcw/RoIAlign.pytorch: tests/test.py and tests/test2.py are scripts (`python tests/test.py`), one with a
+    # `def test_...`; `pytest tests` collects neither, so they are no tests of the kernel: adopt writes its own
+    root = write_index_project(tmp_path / "index")
+    (root / "tests").mkdir()
+    (root / "tests/test.py").write_text("import torch\nimport index_ops\n\n\ndef test_roialign(is_cuda=True):\n"
+                                        "    print(index_ops.magnitude(torch.randn(4, 2)))\n\n\n"
+                                        "if __name__ == '__main__':\n    test_roialign()\n")
+    (root / "tests/example.py").write_text("import index_ops\n")
+    plan = make_plan(root)
+    changes = {c.path for c in plan.changes}
+    assert "tests/test_index_ops_ops.py" in changes
+    assert "tests/test.py" not in changes and not any(f.code == "PA121" for f in plan.findings)
+    # a tests/ test pytest collects is the project's own: nothing generated beside it
+    (root / "tests/test_rows.py").write_text("import torch\nimport index_ops\n\n\ndef test_rows():\n"
+                                             "    assert index_ops.gather_rows(torch.ones(3, 2), "
+                                             "torch.tensor([1])).shape == (1, 2)\n")
+    assert "tests/test_index_ops_ops.py" not in {c.path for c in make_plan(root).changes}
+
+
 @pytest.mark.slow
 def test_publisher_test_runs_the_carried_tests_and_the_verdict_rests_on_them(tmp_path):
     root = write_index_project_with_tests(tmp_path / "index")

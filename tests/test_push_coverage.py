@@ -93,3 +93,20 @@ def test_card_failure_after_a_verified_publish_exits_4(hub_env, scale_project):
     assert "4 the version branch was committed and verified" in run_cli("push", "--help", env=env).stdout
     rerun = run_cli("push", repo, str(scale_project), "--allow-untested", env=env)
     assert rerun.returncode == 0 and "card: README.md on main updated" in rerun.stdout, rerun.stderr
+
+
+def test_a_variant_whose_generated_tests_need_inputs_is_refused_for_what_happened(hub_env, scale_project):
+    # a generated test's op refused the inputs it was given (the skip reason adopt's tests give): tests ran,
+    # none judged the kernel; the gate says that, and the fix, not "no test ran"
+    (scale_project / "tests" / "test_scale.py").write_text(
+        "import pytest\n\n\ndef test_registered():\n    pass\n\n\ndef test_scale_runs():\n"
+        "    pytest.skip(\"needs inputs: scale refused guessed inputs (RuntimeError: factor must be a float tensor); "
+        "give INPUTS['scale'] the shapes and dtypes it expects: tests/test_scale.py:9\")\n")
+    tested = run_cli("test", "--variant", "torch-cpu", str(scale_project), env=hub_env.env())
+    assert tested.returncode == 1, tested.stdout + tested.stderr
+    assert "untested: 1 generated test(s) need inputs (see fix)" in tested.stdout
+    refused = _push(hub_env, scale_project)
+    assert refused.returncode == 1
+    assert "PP104 torch-cpu: untested: 1 generated test(s) need inputs (see fix): 1 op(s)" in refused.stderr
+    assert "no test ran" not in refused.stderr
+    assert "edit INPUTS at tests/test_scale.py:9" in refused.stderr

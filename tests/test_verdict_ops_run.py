@@ -59,6 +59,26 @@ def test_an_op_that_needs_inputs_leaves_the_variant_untested_with_the_line_to_ed
     assert outcome.fix.startswith("edit INPUTS at tests/test_index_ops_ops.py:55")
 
 
+def test_a_variant_whose_ops_need_inputs_does_not_read_as_one_no_test_ran_on(tmp_path):
+    # tests ran (two passed), one op refused its guessed inputs: the table, the card and the report file say that
+    outcome = _judge(tmp_path, {
+        f"{GENERATED}test_op_is_registered_with_its_schema[pick]": ("passed", protocol.CHECKED_REGISTRATION),
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[gather_rows]": ("passed", protocol.CHECKED_RAN),
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[pick]": ("skipped", NEEDS),
+    })
+    result = VariantTestResult("torch213-cxx11-cpu-x86_64-linux", outcome.status, None, True, reason=outcome.reason,
+                               fix=outcome.fix, checks=outcome.checks)
+    table = render_table([result])
+    assert "untested: 1 generated test(s) need inputs (see fix)" in table
+    assert "no test ran" not in table
+    assert describe_test(result.entry()).startswith("untested: 1 generated test(s) need inputs (see fix) on CPU")
+    assert VariantTestResult.from_entry(result.variant, result.entry()).checks == outcome.checks
+    # a variant where nothing ran still says so
+    nothing = VariantTestResult("v", "untested", None, False, reason="all 1 test(s) skipped")
+    assert "untested (no test ran)" in render_table([nothing])
+    assert describe_test(nothing.entry()).startswith("no test ran on CPU")
+
+
 def test_a_pass_on_generated_tests_alone_rests_on_ops_run(tmp_path):
     outcome = _judge(tmp_path, {
         f"{GENERATED}test_op_is_registered_with_its_schema[gather_rows]": ("passed", protocol.CHECKED_REGISTRATION),

@@ -2,9 +2,10 @@
 function's definition (its one-argument check macros expanded): the dtype it
 checks or reads its data as (`CHECK_IS_INT(idx)` -> `idx.scalar_type() ==
 at::ScalarType::Int`, `idx.data_ptr<int>()`, `x.accessor<int64_t, 2>()`),
-its rank (`x.dim() == 3`, an accessor's) and sizes it requires (`x.size(2) ==
-3`, `idx.size(0) == src.size(0)`). What the function hands to helpers is not
-followed. The facts are in resources/adopt_inputs.yaml."""
+its rank (`x.dim() == 3`, an accessor's), sizes it requires (`x.size(2) ==
+3`, `idx.size(0) == src.size(0)`) and a CPU tensor where it checks for one
+(`CHECK_CPU(x)` -> `TORCH_CHECK(!x.device().is_cuda(), ...)`: CPU code built
+into a CUDA extension). What the function hands to helpers is not followed. The facts are in resources/adopt_inputs.yaml."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class Expected:
     rank: int | None = None
     dims: tuple[tuple[int, object], ...] = ()  # (index, a literal size or ("size", other argument, index))
     least_rank: int | None = None  # the dimensions it reads (`x.size(2)`: at least 3)
+    device: str | None = None  # "cpu": it checks the tensor is not on CUDA (CHECK_CPU: CPU code in a CUDA build)
 
 
 _MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\([ \t]*(\w+)[ \t]*\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
@@ -118,4 +120,11 @@ def _read(body: str, name: str, others: dict[str, str]) -> Expected:
         if m.group(2) in others and m.group(2) != name:
             dims.setdefault(int(m.group(1)), ("size", others[m.group(2)], int(m.group(3))))
     read = [int(i) for i in re.findall(rf"\b{n}\s*\.\s*(?:size|stride)\s*\(\s*(\d+)\s*\)", body)]
-    return Expected(dtype, rank, tuple(sorted(dims.items())), max(read) + 1 if read else None)
+    on = rf"\b{n}\s*\.\s*(?:device\s*\(\s*\)\s*\.\s*)?"
+    cpu = re.search(rf"{_CHECK}\s*\(\s*(?:!\s*{on}is_cuda|{on}is_cpu)\s*\(\s*\)", body)
+    return Expected(dtype, rank, tuple(sorted(dims.items())), max(read) + 1 if read else None,
+                    "cpu" if cpu else None)
+
+
+# the macros whose first argument is a condition the op requires (a branch on it is not a requirement)
+_CHECK = r"\b(?:TORCH_CHECK|AT_ASSERTM|AT_ASSERT|AT_CHECK|TORCH_INTERNAL_ASSERT)"

@@ -56,6 +56,7 @@ class TensorSpec:
     shape: tuple[Size, ...] | None = None  # None: rank unknown
     origin: object = None  # what made it (a constructor node, an unbound parameter): shared by casts of it
     like: object = None  # the origin (later: the op argument) whose shape it has, where that is all that is known
+    device: str | None = None  # "cpu" where the op checks for a CPU tensor; None: the device of the variant
 
 
 @dataclass(frozen=True)
@@ -891,7 +892,8 @@ def _with_checks(found: Derived | None, checked: tuple[dict[str, expects.Expecte
             shape = tuple(dims.get(i) for i in range(rank))
         elif shape is not None:
             shape = tuple(d if d is not None else dims.get(i) for i, d in enumerate(shape))
-        tensors[arg] = TensorSpec(dtype, shape, spec.origin, spec.like if shape is None else None)
+        tensors[arg] = TensorSpec(dtype, shape, spec.origin, spec.like if shape is None else None,
+                                  wants.device or spec.device)
     site = f"{found.site} and the checks in {where}" if found else f"the checks in {where}"
     return Derived(site, tensors, dict(found.scalars) if found else {}, dict(found.sizes) if found else {})
 
@@ -1069,6 +1071,8 @@ class Concrete:
 
     dtype: str
     shape: tuple[int, ...]
+    device: str | None = None  # None: the device of the variant under test
+    value: int | None = None  # a one-element tensor holding this (the length of one batch element); None: zeros
 
 
 def resolve(op: Op, derived: Derived | None) -> tuple[dict[str, Concrete], dict[str, object]]:
@@ -1143,5 +1147,22 @@ def resolve(op: Op, derived: Derived | None) -> tuple[dict[str, Concrete], dict[
     for arg in op.args:
         if arg.ctype.schema == "int" and arg.ctype.kind == "scalar" and (arg.name in scalars or arg.name in derived.sizes):
             int_arg(arg.name)
-    concrete = {name: Concrete(spec.dtype or "float32", shape_of(name)) for name, spec in tensors.items()}
-    return concrete, scalars
+    concrete = {name: Concrete(spec.dtype or "float32", shape_of(name), spec.device) for name, spec in tensors.items()}
+    return _lengths(concrete), scalars
+
+
+def _lengths(concrete: dict[str, Concrete]) -> dict[str, Concrete]:
+    """A 1-d integer tensor named as batch lengths (resources/adopt_inputs.yaml: length_names) holds one batch
+    element: every row of its tensor (the float tensor named with its prefix, else the first float tensor)."""
+    pattern = re.compile(_facts()["length_names"])
+    floats = [n for n, c in concrete.items() if not c.dtype.startswith(_INTEGER)]
+    out = dict(concrete)
+    for name, value in concrete.items():
+        match = pattern.match(name)
+        if not match or not value.dtype.startswith(_INTEGER) or len(value.shape) > 1 or not floats:
+            continue
+        prefix = match.group("prefix")
+        rows = next((f for f in floats if prefix and f.startswith(prefix + "_")), floats[0])
+        shape = concrete[rows].shape
+        out[name] = Concrete(value.dtype, (1,), value.device, shape[0] if shape else 1)
+    return out

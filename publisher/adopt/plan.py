@@ -609,12 +609,12 @@ class _Planner:
         carried = {PurePosixPath(w).name for w in self.d.wrappers}
         found, left = project_tests.find(self.root, carried)
         own = [t for t in found if not written_by_adopt(self.read(t.source))]
-        if own:
+        if any(not t.helper for t in own):
             self._carry_tests(own, left, python_name)
             return
         if not ops or (self.root / target).exists():
             return  # written once: the author adjusts its inputs, and a rerun leaves them alone
-        device = "cuda" if "cuda" in backends else "cpu"
+        devices = tuple(dict.fromkeys(tests_gen.DEVICE_TYPES.get(b, b) for b in backends))
         repo = repo_id or f"your-hf-org/{name}"
         if repo_id is None:
             self.notes.append(f"the tests load {repo}: pass --repo ORG/NAME (or set [general.hub] repo-id and the "
@@ -622,7 +622,7 @@ class _Planner:
         references = self._references(ops, access)
         paths = {op.name: access.get(op.name, "") for op in ops}
         derived = inputs.derive(self.root, ops, [e.module for e in exts], self._cpp_texts(exts))
-        self.change(target, tests_gen.test_file(repo_id=repo, version=version, device=device, paths=paths,
+        self.change(target, tests_gen.test_file(repo_id=repo, version=version, devices=devices, paths=paths,
                                                 module_label=", ".join(e.module for e in exts), ops=ops,
                                                 references=references, derived=derived),
                     f"tests: each op loaded through kernels and called on the inputs the project passes it "

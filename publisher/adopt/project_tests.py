@@ -6,7 +6,8 @@ is), under test/ (carried to tests/), and the test modules beside setup.py
 unittest.TestCase class), with the project's own modules they import (a
 reference implementation in `utils.py`). A file named like a test that
 defines no test (a script run as `python test.py`) is not a test: pytest
-would collect nothing from it."""
+would collect nothing from it; nor is a file of tests/ that `pytest tests`
+does not collect (longcw/RoIAlign.pytorch's tests/test.py, run as a script)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from publisher.adopt import sources
+from publisher.project.test_imports import COLLECTED
 
 _TEST_NAME = re.compile(r"^(test_.*|.*_test|tests?)\.py$")
 # data files a test folder carries (text: adopt writes text); other files are named in a finding
@@ -64,7 +66,11 @@ def find(root: Path, leave: set[str] = frozenset()) -> tuple[list[ProjectTest], 
     found: list[ProjectTest] = []
     left: list[str] = []
     if (root / "tests").is_dir():
-        found += [ProjectTest(f"tests/{rel}", f"tests/{rel}") for rel in sources.walk(root / "tests", (".py",))]
+        for rel in sources.walk(root / "tests", (".py",)):
+            tree = _tree(root, f"tests/{rel}")
+            name = PurePosixPath(rel).name
+            test = COLLECTED.match(name) is not None and tree is not None and defines_tests(tree)
+            found.append(ProjectTest(f"tests/{rel}", f"tests/{rel}", helper=not test))
     if (root / "test").is_dir():
         for rel in sources.walk(root / "test", ("",)):
             if rel.endswith(_TEXT_SUFFIXES) and sources.read_text(root / "test" / rel) is not None:

@@ -3,11 +3,14 @@
 flake.nix `pythonCheckInputs`, build.toml `python-depends`) and that is not
 the kernel itself, the standard library, torch, the harness or what every
 test environment holds. Such a test cannot be collected where the module is
-missing, which `publisher test` reports as an error of the environment."""
+missing, which `publisher test` reports as an error of the environment.
+Read: the files `pytest tests` collects and the modules of tests/ they import
+(a script there, run as `python tests/example.py`, is no test)."""
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -24,6 +27,12 @@ from publisher.testing.test_depends import (
 
 MAX_FILES = 2000
 _HARNESS = {"torch", "kernels", "pytest", "__future__"}
+# the files `pytest tests` collects tests from (pytest's default python_files), and conftest.py
+COLLECTED = re.compile(r"^(test_.*|.*_test)\.py$")
+
+
+def collected(name: str) -> bool:
+    return bool(COLLECTED.match(name)) or name == "conftest.py"
 
 
 def _imports(tree: ast.Module) -> list[tuple[str, int]]:
@@ -75,12 +84,19 @@ def check_test_imports(root: Path, python_name: str, python_depends: list[str], 
     known = (set(sys.stdlib_module_names) | _HARNESS | _local_modules(tests, files) | declared
              | {python_name, f"{python_name}_ops"})
     first: dict[str, tuple[Path, int]] = {}
-    for path in files:
+    by_stem = {p.stem: p for p in files}
+    pending = [p for p in files if collected(p.name)]  # what pytest collects, and the modules it imports
+    read: set[Path] = set(pending)
+    while pending:
+        path = pending.pop(0)
         try:
             tree = ast.parse(path.read_text(errors="replace"), filename=str(path))
         except (OSError, SyntaxError, ValueError):
             continue
         for module, line in _imports(tree):
+            if module in by_stem and by_stem[module] not in read:
+                read.add(by_stem[module])
+                pending.append(by_stem[module])
             if module in known or module.startswith("_") or always_present(module):
                 continue
             first.setdefault(module, (path, line))

@@ -35,7 +35,7 @@ from publisher.project.model import Project
 from publisher.push import gpus
 from publisher.push.public_api import PublicApi
 from publisher.push.signature import SignerWorkflow
-from publisher.testing.report import OPS_RUN, describe_checks
+from publisher.testing.report import OPS_RUN, describe_checks, status_label
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def describe_test(entry: dict | None) -> str:
     status = entry.get("status", "?")
     if status == "loaded-not-run":  # no runner has its hardware: only the import and ops were checked
         return f"built and load-checked, not run on hardware (load check on {where}" + (f", {env})" if env else ")")
-    label = {"untested": "no test ran"}.get(status, status)
+    label = status_label(entry, {"untested": "no test ran"})
     n = f" ({counts.get('passed', 0)} passed)" if status == "passed" else ""
     if status == "passed" and entry.get("suite") == "smoke":
         # no tests of its own: say what the verdict rests on

@@ -25,6 +25,7 @@ CHECKED = "publisher_checked"  # record_property name: what a passing generated 
 CHECKED_RAN = "ran"  # the op ran on its inputs and returned what its schema says
 CHECKED_REFERENCE = "reference"  # ... and its result matched the project's Python reference
 CHECKED_REGISTRATION = "registration"  # the op is registered with the schema adopt derived
+CHECKED_NEEDS_INPUTS = "needs-inputs"  # (a verdict's count, not a property) ops that refused their inputs
 # An error after which the device cannot run anything: the call broke it, whatever its inputs
 # (default_test.py spells the same pattern: it runs where publisher cannot be imported)
 FATAL_DEVICE_ERROR = (r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"

@@ -201,6 +201,16 @@ class VariantTestResult:
 STATUS_LABELS = {"loaded-not-run": "loaded, not run", "untested": "untested (no test ran)"}
 
 
+def status_label(entry: dict, labels: dict[str, str] = STATUS_LABELS) -> str:
+    """A report entry's status in a few words that say what happened: an untested variant whose tests ran but
+    whose generated tests' ops refused their inputs says so, not that no test ran."""
+    status = str(entry.get("status", "?"))
+    needs = int((entry.get("checks") or {}).get(protocol.CHECKED_NEEDS_INPUTS, 0))
+    if status == "untested" and needs:
+        return f"untested: {needs} generated test(s) need inputs (see fix)"
+    return labels.get(status, status)
+
+
 def describe_device(device: dict) -> str:
     torch = f"torch {device.get('torch')}" if device.get("torch") else "torch ?"
     cuda = f" CUDA {device['cuda']}" if device.get("cuda") else ""
@@ -237,7 +247,7 @@ def describe_checks(entry: dict) -> str:
 def render_table(results: list[VariantTestResult]) -> str:
     rows = [("VARIANT", "RESULT", "TESTS", "ON", "TIME")]
     for r in results:
-        label = STATUS_LABELS.get(r.status, r.status)
+        label = status_label(r.entry())
         where = describe_device(r.device) if r.device else "-"
         if len(r.runs) > 1:
             where = "; ".join(f"{run.get('gpu') or run.get('flavor')}: {run.get('status')}" for run in r.runs)

@@ -48,7 +48,7 @@ class Outcome:
     fix: str = ""
     on_hardware: bool = False
     suite: str = ""  # what the verdict rests on, when not what ran (ops-run: only adopt's generated tests)
-    checks: tuple[tuple[str, int], ...] = ()  # ops-run: (("ran", n), ("reference", m))
+    checks: tuple[tuple[str, int], ...] = ()  # ops-run: (("ran", n), ("reference", m)); (("needs-inputs", k),)
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,8 @@ def _needs_inputs(reasons: tuple[str, ...]) -> Outcome:
     where = f"at {', '.join(lines)}" if lines else "in the generated tests"
     return Outcome("untested", f"{len(reasons)} op(s) of adopt's generated tests need inputs, so the kernel was not "
                                f"judged on them: {shown}",
-                   fix=f"edit INPUTS {where}: give each op the shapes and dtypes it expects, then test again")
+                   fix=f"edit INPUTS {where}: give each op the shapes and dtypes it expects, then test again",
+                   checks=((protocol.CHECKED_NEEDS_INPUTS, len(reasons)),))
 
 
 # the end of a needs-inputs skip reason: the INPUTS line to edit
