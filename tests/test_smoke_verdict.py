@@ -198,3 +198,38 @@ def test_a_failing_test_marked_flaky_says_what_would_have_rerun_it():
                           flaky_unretried=("t.py::test_rotary",))
     outcome = _judge(RC1, events)
     assert outcome.status == "failed" and "marked @pytest.mark.flaky" in outcome.reason and "`flaky`" in outcome.reason
+
+
+def _raised(node: str, kind: str, message: str, *files: str) -> dict:
+    return {"nodeid": node, "type": kind, "message": message, "file": files[-1], "line": 4, "files": list(files)}
+
+
+TORCH_INIT = "/venv/lib/python3.12/site-packages/torch/__init__.py"
+
+
+def test_a_test_module_that_cannot_import_code_outside_the_kernel_is_an_error_not_a_failure():
+    # maskrcnn-benchmark's tests import a helper that reads torch._six (gone from torch 2.x): no test ran,
+    # and nothing raised in the kernel's code, so the kernel is not judged
+    events = _events(("tests/test_configs.py", "tests/test_backbones.py"),
+                     _raised("tests/test_configs.py", "AttributeError", "module 'torch' has no attribute '_six'",
+                             "/tmp/t/tests/test_configs.py", "/tmp/t/tests/utils.py", TORCH_INIT),
+                     _missing("tests/test_backbones.py", "yacs"), errors=2)
+    outcome = _judge(RC2, events)
+    assert outcome.status == "error"
+    assert "tests/test_configs.py could not be collected: AttributeError" in outcome.reason
+    assert "not in the kernel's code" in outcome.reason and "module `yacs` is not installed" in outcome.reason
+
+
+def test_a_collection_error_raised_in_the_kernels_own_code_fails_it_and_the_reason_names_that_one():
+    # the kernel's own package does not import on this torch: its users meet that too; the reason names that
+    # error, not the missing test dependency beside it
+    events = _events(("tests/test_backbones.py", "tests/test_configs.py"),
+                     _missing("tests/test_backbones.py", "yacs"),
+                     _raised("tests/test_configs.py", "AttributeError", "module 'torch' has no attribute '_six'",
+                             "/tmp/t/tests/test_configs.py", "/tmp/t/import/rmsnorm/utils/imports.py", TORCH_INIT),
+                     errors=2)
+    outcome = _judge(RC2, events)
+    assert outcome.status == "failed"
+    assert outcome.reason.startswith("tests could not be collected: tests/test_configs.py (AttributeError: module "
+                                     "'torch' has no attribute '_six' (raised in")
+    assert "1 test(s) could not run: module `yacs` is not installed" in outcome.reason

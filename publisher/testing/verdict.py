@@ -101,6 +101,14 @@ def _blame_environment(exception: dict, kernel: Kernel) -> _Lack | None:
     if kind == "FixtureLookupError":
         return _Lack(node, f"a test asks for a fixture nothing provides ({exception.get('message')})",
                      fix="define the fixture in tests/conftest.py (publisher's harness provides only `device`)")
+    if "::" not in node and not any(kernel.owns(f) for f in exception.get("files") or [file]):
+        # A test module that cannot be imported, and the kernel's code is nowhere in what raised: code the tests
+        # import (the project's other Python, a library) does not run here. No test ran, so nothing is judged.
+        where = f"{file}:{exception.get('line')}" if file else "importing it"
+        return _Lack(node, f"{_tests_path(node)} could not be collected: {kind}: {exception.get('message')} "
+                           f"(raised in {where}, not in the kernel's code)",
+                     fix=f"make what {_tests_path(node)} imports run with the torch of the variant, or leave it out of "
+                         "tests/ (the kernel was not judged by it)")
     return None
 
 
@@ -183,7 +191,7 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
             return Outcome("error", _lack_reason(fake, env), _fix(fake, env))
         return Outcome("error", f"pytest could not run (exit {run.returncode}): {run.first_error_line()}",
                        fix="run `pytest tests` in the project to see why it does not start")
-    reason = _failure_reason(run, events, options)
+    reason = _failure_reason(run, events, options, frozenset(lack.nodeid for lack in lacks))
     if events.flaky_unretried:
         reason += (f"; {len(events.flaky_unretried)} of them marked @pytest.mark.flaky, which nothing here runs again "
                    "(declare the `flaky` or `pytest-rerunfailures` plugin as a test dependency to honour it)")
@@ -269,7 +277,9 @@ def _signal_name(returncode: int) -> str:
         return f"signal {-returncode}"
 
 
-def _failure_reason(result: RunResult, events: EventSummary, options: TestOptions) -> str:
+def _failure_reason(result: RunResult, events: EventSummary, options: TestOptions,
+                    environment: frozenset[str] = frozenset()) -> str:
+    """Why a run failed; `environment`: failing nodes that say nothing about the kernel (named last)."""
     where = f" in {events.unfinished}" if events.unfinished else ""
     if result.timed_out:
         return f"timed out after {int(options.timeout)}s{where} (--timeout)"
@@ -280,10 +290,18 @@ def _failure_reason(result: RunResult, events: EventSummary, options: TestOption
     if events.unfinished:
         return f"the process exited (code {result.returncode}){where}"
     if result.returncode == 2 and events.counts.errors:
-        raised = next((f"{e.get('type')}: {e.get('message')}" for e in events.exceptions), None)
-        return "tests could not be collected: " + ", ".join(events.failing[:3]) + (f" ({raised})" if raised else "")
+        judged = [n for n in events.failing if n not in environment] or list(events.failing)
+        raised = next((f"{e.get('type')}: {e.get('message')} (raised in {_where(e)})" for e in events.exceptions
+                       if str(e.get("nodeid") or "") in judged), None)
+        return "tests could not be collected: " + ", ".join(judged[:3]) + (f" ({raised})" if raised else "")
     failing = ", ".join(events.failing[:3]) + (" ..." if len(events.failing) > 3 else "")
     return f"{events.counts.failed + events.counts.errors} test(s) failed: {failing}" if failing else result.first_error_line()
+
+
+def _where(exception: dict) -> str:
+    file = str(exception.get("file") or "?")
+    shown = "/".join(Path(file).parts[-3:]) if Path(file).is_absolute() else file
+    return f"{shown}:{exception.get('line')}"
 
 
 def _untested_reason(events: EventSummary, tests: Path) -> str:
