@@ -80,7 +80,7 @@ def judge(build_dir: Path, name: str, allow_untested: bool, load_only: tuple[str
     if abi and abi.get("ok") is False:
         violations = "; ".join(str(v) for v in (abi.get("violations") or [])[:5]) or "see the build log"
         findings.append(_finding("PP103", Severity.ERROR, variant_dir, f"{name}: ABI check failed: {violations}",
-                                 f"fix the ABI problems and {rebuild} (log: {build.get('log') or 'build/.publisher/logs'})"))
+                                 _abi_fix(abi, rebuild, build.get("log") or "build/.publisher/logs")))
 
     test = _entry(state.test_report_path(build_dir), name, fingerprint)
     untested = _untested_reason(name, test)
@@ -145,6 +145,16 @@ def _entry(report_path: Path, name: str, fingerprint: str) -> dict | None:
     if isinstance(entry, dict) and entry.get("fingerprint") == fingerprint:
         return entry
     return None
+
+
+def _abi_fix(abi: dict, rebuild: str, log: str) -> str:
+    """What fixes an ABI check failure. Symbols of a glibc newer than manylinux_2_28 come from the build
+    machine's own C library and compiler, not from the kernel: a build in the manylinux_2_28 image fixes them."""
+    if any("GLIBC" in str(v) and "newer than manylinux" in str(v) for v in abi.get("violations") or []):
+        return (f"this machine's C library is newer than manylinux_2_28, and the library asks for its symbols: "
+                f"{rebuild.replace('publisher build', 'publisher build --backend docker', 1)} (publisher's "
+                f"manylinux_2_28 builder image) (log: {log})")
+    return f"fix the ABI problems and {rebuild} (log: {log})"
 
 
 def _untested_reason(name: str, test: dict | None) -> str | None:
