@@ -8,7 +8,9 @@
 # process with no token: `covered` must load with its ops registered (exit 0), `uncovered` must be
 # published but refused by kernels' arch check (exit 4, PP401, kernels' own message) -- never a
 # silent success. The card's python block is then run as a consumer against `covered`.
-# Carry $WHL (publisher's dependencies as wheels for the machine's Python).
+# Carry $WHL (publisher's dependencies as wheels for the machine's Python). PREBUILT=DIR takes the two
+# projects, built, from DIR/covered and DIR/uncovered instead of building them here: a machine whose C
+# library is newer than manylinux_2_28 builds variants push refuses (PP103), as it should.
 set -uo pipefail
 MATRIX=${MATRIX:-matrices/gpu-runner-torch211-cu130.yaml}
 WHL=${WHL:-.whl}
@@ -21,10 +23,13 @@ if [ -d "$WHL" ]; then  # the GPU machine: publisher and its dependencies from t
   python3 -m pip install -q --no-deps --no-build-isolation --no-index . 2>&1 | tail -2
 fi
 work=$(mktemp -d)
-for name in covered uncovered; do
-  cp -r kernel_projects/rmsnorm "$work/$name" && rm -rf "$work/$name/build"
-done
-python3 - "$work/uncovered/build.toml" <<'PY'
+if [ -n "${PREBUILT:-}" ]; then
+  cp -r "$PREBUILT/covered" "$PREBUILT/uncovered" "$work/"
+else
+  for name in covered uncovered; do
+    cp -r kernel_projects/rmsnorm "$work/$name" && rm -rf "$work/$name/build"
+  done
+  python3 - "$work/uncovered/build.toml" <<'PY'
 import sys
 import tomlkit
 path = sys.argv[1]
@@ -32,6 +37,7 @@ doc = tomlkit.parse(open(path).read())
 doc["kernel"]["rmsnorm_cuda"]["cuda-capabilities"] = ["8.0"]
 open(path, "w").write(tomlkit.dumps(doc))
 PY
+fi
 token="hf_$(python3 -c 'import secrets,string; print("".join(secrets.choice(string.ascii_letters) for _ in range(34)))')"
 publisher hub-server --port 0 --data-dir "$work/hub" --token "$token" --jobs-executor process >"$work/server.log" 2>&1 &
 server=$!
@@ -42,7 +48,7 @@ export HF_ENDPOINT=$url HF_TOKEN=$token HF_HUB_DISABLE_XET=1
 nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 for name in covered uncovered; do
   echo "== $name"
-  publisher build "$work/$name" --local --matrix "$MATRIX" --variant "$VARIANT" 2>&1 | tail -3
+  [ -n "${PREBUILT:-}" ] || publisher build "$work/$name" --local --matrix "$MATRIX" --variant "$VARIANT" 2>&1 | tail -3
   python3 -c "import json,sys; print('archs', json.load(open(sys.argv[1]))['backend'])" \
     "$(ls -d "$work/$name"/build/torch*${VARIANT//\*/}*)/metadata.json"
   untested=()

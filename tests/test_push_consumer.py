@@ -93,7 +93,7 @@ def test_a_published_version_consumers_cannot_load_ends_the_push_with_the_fix(hu
     repo = repo_name()
     pushed = run_cli("push", repo, str(scale_project), "--allow-untested", env=hub_env.env())
     assert pushed.returncode == 4, pushed.output
-    assert "verified: 8 file(s) on v1" in pushed.stdout and "in each environment of the matrix:" in pushed.stdout
+    assert "verified: 9 file(s) on v1" in pushed.stdout and "in each environment of the matrix:" in pushed.stdout
     assert "error: published, but consumers cannot load it: " in pushed.stderr
     assert "requires kernels>=99.0.0" in pushed.stderr and "consumers need a newer kernels client" in pushed.stderr
 

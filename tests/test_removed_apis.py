@@ -101,7 +101,7 @@ def _compile(source: str, folder: Path, include_dirs: list[Path]) -> subprocess.
 
 def _errors_at_the_use(api, example: str, stderr: str) -> bool:
     """The compiler's errors point at a line the rule matched (not at something else in the example)."""
-    lines = {u.line for u in scan_text(example, "example.cpp") if u.api is api}
+    lines = {u.line for u in scan_text(example, "example.cpp") if u.api.id == api.id}
     return any(f"{name}:{line}:" in stderr or f"{name}({line})" in stderr for line in lines
                for name in ("example.cpp", "example.cu"))
 

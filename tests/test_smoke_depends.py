@@ -30,26 +30,26 @@ FLAKE = """\
       inherit self;
       path = ./.;
       # test dependencies, as kernel-builder documents them
-      pythonCheckInputs = pkgs: with pkgs; [ tabulate torch ];
+      pythonCheckInputs = pkgs: with pkgs; [ termcolor torch ];
       pythonNativeCheckInputs = pkgs: with pkgs; [ cmake ];
     };
 }
 """
 
-TEST_USING_TABULATE = """\
-import tabulate
+TEST_USING_TERMCOLOR = """\
+import termcolor
 import torch
 from kernels import get_kernel
 
 
 def test_halve():
     k = get_kernel("publisher-test/halve", version=1)
-    assert tabulate.tabulate([[1]]) and torch.equal(k.halve(torch.ones(2)), torch.full((2,), 0.5))
+    assert termcolor.colored('1', 'red') and torch.equal(k.halve(torch.ones(2)), torch.full((2,), 0.5))
 """
 
 
 @pytest.mark.parametrize("text, expected", [
-    (FLAKE, ("tabulate",)),
+    (FLAKE, ("termcolor",)),
     ("pythonCheckInputs =\n  ps: [\n    ps.einops # for the reference\n    ps.pyyaml\n  ];\n", ("einops", "PyYAML")),
     ("pythonCheckInputs = pkgs: with pkgs; [ pytest ];\n", ()),
     ("# pythonCheckInputs = pkgs: with pkgs; [ numpy ];\n", ()),
@@ -62,13 +62,13 @@ def test_flake_check_inputs_are_the_test_dependencies(tmp_path, text, expected):
 @pytest.mark.slow
 def test_undeclared_import_names_the_module_and_the_fix(noarch_project, fresh_copy):
     project = fresh_copy(noarch_project)
-    write_files(project, {"tests/test_halve.py": TEST_USING_TABULATE})
+    write_files(project, {"tests/test_halve.py": TEST_USING_TERMCOLOR})
     result = run_cli("test", str(project), "--json")
     assert result.returncode == 1
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
     # nothing of the kernel ran: the test environment's problem, with where to declare it
     assert entry["status"] == "error"
-    assert "module `tabulate` is not installed" in entry["reason"]
+    assert "module `termcolor` is not installed" in entry["reason"]
     assert "pythonCheckInputs" in entry["fix"] and "[dependency-groups] test" in entry["fix"]
 
 
@@ -90,8 +90,8 @@ def test_an_import_upstream_provides_undeclared_is_the_environments_problem(noar
     # triton). Missing here, that is this environment's shortfall ("error", with the fix), not a failed kernel.
     module = _absent_implicit_module()
     project = fresh_copy(noarch_project)
-    write_files(project, {"tests/test_halve.py": TEST_USING_TABULATE.replace("import tabulate", f"import {module}")
-                                                                     .replace("tabulate.tabulate([[1]]) and ", "")})
+    write_files(project, {"tests/test_halve.py": TEST_USING_TERMCOLOR.replace("import termcolor", f"import {module}")
+                                                                     .replace("termcolor.colored('1', 'red') and ", "")})
     result = run_cli("test", str(project), "--json")
     assert result.returncode == 1
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
@@ -105,14 +105,14 @@ def test_an_import_upstream_provides_undeclared_is_the_environments_problem(noar
 @pytest.mark.slow
 def test_running_interpreter_is_asked_for_the_dependencies_not_changed(noarch_project, fresh_copy):
     project = fresh_copy(noarch_project)
-    write_files(project, {"tests/test_halve.py": TEST_USING_TABULATE, "flake.nix": FLAKE})
+    write_files(project, {"tests/test_halve.py": TEST_USING_TERMCOLOR, "flake.nix": FLAKE})
     result = run_cli("test", str(project), "--json")
     assert result.returncode == 1
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
     assert entry["status"] == "error"
-    assert "need tabulate (its declared test dependencies)" in entry["reason"] and "-m pip install tabulate" in entry["fix"]
+    assert "need termcolor (its declared test dependencies)" in entry["reason"] and "-m pip install termcolor" in entry["fix"]
     import importlib.util
-    assert importlib.util.find_spec("tabulate") is None  # the user's environment is left as it was
+    assert importlib.util.find_spec("termcolor") is None  # the user's environment is left as it was
 
 
 @pytest.mark.slow
@@ -125,8 +125,8 @@ def test_the_kernels_own_python_depends_are_asked_for_not_installed_here(tmp_pat
         "build.toml": '[general]\nname = "halve"\nversion = 1\nedition = 5\nlicense = "MIT"\n'
                       'backends = ["cpu"]\npython-depends = ["einops"]\n\n[torch-noarch]\n',
         "torch-ext/halve/__init__.py": "import torch\n\n\ndef halve(x):\n    return x / 2\n",
-        "tests/test_halve.py": TEST_USING_TABULATE.replace("import tabulate\n", "")
-                                                  .replace("tabulate.tabulate([[1]]) and ", ""),
+        "tests/test_halve.py": TEST_USING_TERMCOLOR.replace("import termcolor\n", "")
+                                                  .replace("termcolor.colored('1', 'red') and ", ""),
     })
     assert run_cli("build", str(project), "--local").returncode == 0
     result = run_cli("test", str(project), "--json")
@@ -152,17 +152,17 @@ def test_toolchain_test_environment_gets_the_dependencies(tmp_path):
         # the only variant left for a toolchain environment would be a compiled CUDA one (minutes of nvcc).
         pytest.skip("the running torch is a CUDA build: it tests torch-cuda itself, no toolchain environment does")
     python = str(toolchain.python)
-    # tabulate: declared in flake.nix; numpy: what kernel-builder's test shells hold undeclared;
+    # termcolor: declared in flake.nix; numpy: what kernel-builder's test shells hold undeclared;
     # einops: the kernel's own python-depends
     has = lambda module: subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0  # noqa: E731
-    for module in ("tabulate", "numpy", "einops"):
+    for module in ("termcolor", "numpy", "einops"):
         if has(module):  # left by an earlier run: start from an environment without it
             subprocess.run([uv_path(), "pip", "uninstall", "--python", python, module], capture_output=True, check=True)
     project = write_files(tmp_path / "halve", {
         "build.toml": '[general]\nname = "halve"\nversion = 1\nedition = 5\nlicense = "MIT"\n'
                       'backends = ["cpu", "cuda"]\npython-depends = ["einops"]\n\n[torch-noarch]\n',
         "torch-ext/halve/__init__.py": "import torch\n\n\ndef halve(x):\n    return x / 2\n",
-        "tests/test_halve.py": TEST_USING_TABULATE,
+        "tests/test_halve.py": TEST_USING_TERMCOLOR,
         "flake.nix": FLAKE,
     })
     assert run_cli("build", str(project), "--local").returncode == 0
@@ -170,9 +170,9 @@ def test_toolchain_test_environment_gets_the_dependencies(tmp_path):
         result = run_cli("test", str(project), "--variant", "torch-cuda", "--allow-load-only", "--json",
                                env=dict(os.environ))
         assert "Traceback" not in result.stderr, result.stderr
-        assert has("tabulate") and has("numpy") and has("einops"), result.stdout + result.stderr
+        assert has("termcolor") and has("numpy") and has("einops"), result.stdout + result.stderr
     finally:
-        subprocess.run([uv_path(), "pip", "uninstall", "--python", python, "tabulate"], capture_output=True)
+        subprocess.run([uv_path(), "pip", "uninstall", "--python", python, "termcolor"], capture_output=True)
 
 
 def test_a_toolchain_environment_is_used_when_an_undeclared_extra_cannot_be_installed(monkeypatch):
@@ -200,8 +200,8 @@ def test_a_toolchain_environment_is_used_when_an_undeclared_extra_cannot_be_inst
     monkeypatch.setattr(provision, "recorded_toolchains", lambda: [made])
     monkeypatch.setattr(provision, "ensure_packages", ensure_packages)
     lines: list[str] = []
-    env = environment.select_environment(variant, lambda: None, lines.append, ("tabulate",), ("einops",))
+    env = environment.select_environment(variant, lambda: None, lines.append, ("termcolor",), ("einops",))
     assert env.python == made.python
-    assert installs[0][-2:] == ["tabulate", "einops"] and "kernels" in " ".join(installs[0])
+    assert installs[0][-2:] == ["termcolor", "einops"] and "kernels" in " ".join(installs[0])
     assert "triton" in installs[1] and "numpy" in installs[1]
     assert any(line.startswith("note: could not install triton") for line in lines), lines

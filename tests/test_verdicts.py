@@ -307,15 +307,15 @@ def test_test_dependencies_declared_without_nix_are_read(tmp_path):
     asked for them (never changed) and `check` no longer warns."""
     project = _noarch(tmp_path / "halve", "halve", HALVE_INIT, **{
         "tests/test_halve.py": IMPORTS_HARMONICS,
-        "pyproject.toml": '[dependency-groups]\nbase = ["tabulate"]\ntest = ["torch-harmonics>=0.6", '
+        "pyproject.toml": '[dependency-groups]\nbase = ["termcolor"]\ntest = ["torch-harmonics>=0.6", '
                           '{include-group = "base"}]\n',
         "publisher.toml": 'test-depends = ["pyyaml"]\n'})
     checked = run_cli("check", str(project))
     assert checked.returncode == 0 and "PB409" not in checked.stdout, checked.stdout
     rc, entry = _test(project)
     assert entry["status"] == "error"
-    assert "torch-harmonics>=0.6, tabulate" in entry["reason"] and "its declared test dependencies" in entry["reason"]
-    assert "-m pip install 'torch-harmonics>=0.6' tabulate" in entry["fix"]
+    assert "torch-harmonics>=0.6, termcolor" in entry["reason"] and "its declared test dependencies" in entry["reason"]
+    assert "-m pip install 'torch-harmonics>=0.6' termcolor" in entry["fix"]
 
 
 # -- a cell the running interpreter satisfies is built with it ---------------------------

@@ -153,7 +153,7 @@ def port_text(text: str, file: str) -> PortedFile:
             continue
         if api.id == "thcstate-declaration":
             continue  # after the others: it depends on what is left
-        mine = [u for u in before if u.api is api and (not api.header_map or _header_rewrite(api, api.pattern.search(u.text)))]
+        mine = [u for u in before if u.api.id == api.id and (not api.header_map or _header_rewrite(api, api.pattern.search(u.text)))]
         if not mine:
             continue
         out, count = _substitute(api, out)
@@ -164,7 +164,7 @@ def port_text(text: str, file: str) -> PortedFile:
     declaration = next(a for a in apis() if a.id == "thcstate-declaration")
     leftover = [u for u in scan_text(out, file) if u.api.id in ("thcstate", "thc-other", "thcstate-stream")]
     if not leftover:
-        decls = [u for u in before if u.api is declaration]
+        decls = [u for u in before if u.api.id == declaration.id]
         if decls:
             out, _ = _substitute(declaration, out)
             ported.extend(decls)
