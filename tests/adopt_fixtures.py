@@ -868,6 +868,57 @@ def write_pair_project(root: Path) -> Path:
                         "LICENSE": "MIT License\n"})
 
 
+# The same pair as longcw/RoIAlign.pytorch writes it: the CPU source defines its functions inside
+# `namespace torch { ... }` and names `torch::Tensor` there; besides the twins, the CPU extension binds a function
+# of its own, and the CUDA one a function that picks its CPU or CUDA code on the tensor's device
+# (maskrcnn-benchmark's nms: `if (dets.is_cuda()) ... return nms_cpu(...)`).
+NAMESPACED_PAIR_CPP = """\
+#include <torch/extension.h>
+
+namespace torch {
+void scale_forward(torch::Tensor x, double factor, torch::Tensor out) { out.copy_(x * factor); }
+
+torch::Tensor scaled_sum(torch::Tensor x, double factor) { return (x * factor).sum(); }
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("forward", &torch::scale_forward, "out = x * factor");
+  m.def("scaled_sum", &torch::scaled_sum, "sum of x * factor");
+}
+"""
+
+NAMESPACED_PAIR_GPU_CPP = """\
+#include <torch/extension.h>
+
+void scale_forward_cuda(torch::Tensor x, double factor, torch::Tensor out);
+
+void scale_forward(torch::Tensor x, double factor, torch::Tensor out) {
+  TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+  scale_forward_cuda(x, factor, out);
+}
+
+torch::Tensor positive_part(torch::Tensor x) {
+  if (x.is_cuda()) {
+    auto out = torch::empty_like(x);
+    scale_forward_cuda(x.clamp_min(0), 1.0, out);
+    return out;
+  }
+  return x.clamp_min(0);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("forward", &scale_forward, "out = x * factor");
+  m.def("positive_part", &positive_part, "x where positive, else 0");
+}
+"""
+
+
+def write_namespaced_pair_project(root: Path) -> Path:
+    return write(root, {"setup.py": PAIR_SETUP, "pair/__init__.py": PAIR_INIT, "pair/src/scale.cpp": NAMESPACED_PAIR_CPP,
+                        "pair/src/scale_gpu.cpp": NAMESPACED_PAIR_GPU_CPP, "pair/src/scale_kernel.cu": PAIR_CU,
+                        "LICENSE": "MIT License\n"})
+
+
 # CPU code built as a CUDAExtension (qinzheng93/GeoTransformer's shape): the op checks its tensors are on the CPU
 # (CHECK_CPU), whichever variant it is built into; a second op dispatches on the device instead.
 CPU_IN_CUDA_SETUP = """\

@@ -17,7 +17,7 @@ from publisher.plan.planner import make_plan
 from publisher.project.load import require_project
 from publisher.toolchains.provision import ensure_toolchain
 
-from adopt_fixtures import write
+from adopt_fixtures import write, write_namespaced_pair_project
 from build_fixtures import variant_script
 from cli_helper import run_cli
 from matrix_fixtures import GPU_RUNNER_MATRIX
@@ -95,3 +95,51 @@ print(json.dumps(ops.clamp_max(x, torch.tensor([1.0])).tolist()))
     out = subprocess.run([toolchain.python, "-c", script], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [1.0, -1.0, 0.5, 1.0]
+
+
+CU130_MATRIX = """\
+schema: 1
+torch:
+  - version: "2.14"
+    required: true
+    flavours:
+      - {compute: cu130, platforms: [x86_64-linux], source: pypi, requirement: "torch==2.14.1"}
+"""
+
+
+def test_a_pair_whose_cpu_source_reopens_namespace_torch_compiles_for_cuda_and_answers_cpu_tensors(tmp_path):
+    """longcw/RoIAlign.pytorch: its cu130 variant did not compile on the GPU machine (the CPU source, enclosed,
+    defines its functions in `namespace torch` and names torch::Tensor there); maskrcnn-benchmark's nms: a CUDA
+    extension's function that picks its CPU code for CPU tensors was registered for CUDA only."""
+    root = write_namespaced_pair_project(tmp_path / "pair")
+    done = run_cli("adopt", str(root), "--force", "--license", "mit")
+    assert done.returncode == 0, done.output
+    toml = root / "build.toml"
+    toml.write_text(toml.read_text().replace('backend = "cuda"\n', 'backend = "cuda"\ncuda-capabilities = ["9.0"]\n'))
+    matrix = tmp_path / "cu130.yaml"
+    matrix.write_text(CU130_MATRIX)
+    built = run_cli("build", str(root), "--matrix", str(matrix), "--json", timeout=3000)
+    (entry,) = json.loads(built.stdout)["variants"]
+    log = root / "build" / ".publisher" / "logs" / f"{entry['variant']}.log"
+    assert built.returncode == 0 and entry["state"] == "built", (entry, log.read_text()[-3000:])
+
+    planned = make_plan(require_project(root), load_matrix(matrix)).by_name()[entry["variant"]]
+    script = variant_script(root / "build" / entry["variant"], """
+registered = {name: [key for key in ("CPU", "CUDA")
+                     if torch._C._dispatch_has_kernel_for_dispatch_key(f"{meta['id']}::{name}", key)]
+              for name in ("forward", "scaled_sum", "positive_part")}
+x = torch.tensor([3.0, -1.0, 0.5])
+out = torch.empty_like(x)
+ops.forward(x, 2.0, out)  # the CPU twin's kernel (the CUDA one refuses CPU tensors)
+print(json.dumps({"registered": registered, "forward": out.tolist(), "scaled_sum": ops.scaled_sum(x, 2.0).item(),
+                  "positive_part": ops.positive_part(x).tolist()}))
+""")
+    out = subprocess.run([ensure_toolchain(planned.toolchain).python, "-c", script], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    # every function answers what its module answered: CPU tensors everywhere, CUDA ones in the cuda variant
+    assert answer["registered"] == {"forward": ["CPU", "CUDA"], "scaled_sum": ["CPU", "CUDA"],
+                                    "positive_part": ["CPU", "CUDA"]}
+    assert answer["forward"] == [6.0, -2.0, 1.0] and answer["scaled_sum"] == 5.0
+    assert answer["positive_part"] == [3.0, 0.0, 0.5]

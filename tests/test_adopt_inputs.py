@@ -197,6 +197,11 @@ def wrong_ref(x):
 
 def crash(x):
     raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+
+def unregistered(x):  # torch's dispatcher, for an op registered for CUDA only called with CPU tensors
+    raise NotImplementedError("Could not run '_k_cuda_1a2b::unregistered' with arguments from the 'CPU' backend. "
+                              "This could be because the operator doesn't exist for this backend")
 """
 
 
@@ -208,7 +213,8 @@ def _run_generated(tmp_path: Path, op_inputs: dict[str, str], kernel: str = KERN
     from publisher.adopt.types import parse
 
     tensor = parse("torch::Tensor")
-    signatures = (("gather_rows", ("src", "index")), ("double", ("x",)), ("wrong", ("x",)), ("crash", ("x",)))
+    signatures = (("gather_rows", ("src", "index")), ("double", ("x",)), ("wrong", ("x",)), ("crash", ("x",)),
+                  ("unregistered", ("x",)))
     ops = [Op(name, name, tuple(OpArg(a, tensor) for a in args), tensor, None, "k.cpp", 1) for name, args in signatures]
     text = tests_gen.test_file(repo_id="org/k", version=1, devices=("cpu",), paths={}, module_label="k_ext", ops=ops,
                                references={"wrong": "kernel.wrong_ref"})
@@ -236,7 +242,8 @@ def _run_generated(tmp_path: Path, op_inputs: dict[str, str], kernel: str = KERN
 
 def test_a_refusal_is_needs_inputs_and_only_a_broken_device_or_a_wrong_result_fails(tmp_path):
     outcomes, checked, output = _run_generated(tmp_path, {})
-    assert outcomes == {"gather_rows": "skipped", "double": "passed", "wrong": "failed", "crash": "failed"}, output
+    assert outcomes == {"gather_rows": "skipped", "double": "passed", "wrong": "failed", "crash": "failed",
+                        "unregistered": "skipped"}, output
     # the skip names what was refused, why, and the line of INPUTS to edit
     line = next(n for n, text in enumerate((tmp_path / "tests/test_k_ops.py").read_text().splitlines(), 1)
                 if text.startswith('    "gather_rows": lambda'))
@@ -245,6 +252,21 @@ def test_a_refusal_is_needs_inputs_and_only_a_broken_device_or_a_wrong_result_fa
         in output
     assert "crash broke the cpu device: RuntimeError: CUDA error: an illegal memory access" in output
     assert checked == {"double": protocol.CHECKED_RAN}
+
+
+def test_an_op_without_a_kernel_for_its_inputs_device_is_not_registered_not_needs_inputs(tmp_path):
+    # maskrcnn-benchmark's nms, GeoTransformer's radius_neighbors on the GPU machine: registered for CUDA only, called
+    # with CPU tensors; torch's "Could not run ... from the 'CPU' backend" is the registration's gap, not the inputs'
+    outcomes, _, output = _run_generated(tmp_path, {})
+    assert outcomes["unregistered"] == "skipped", output
+    line = next(n for n, text in enumerate((tmp_path / "tests/test_k_ops.py").read_text().splitlines(), 1)
+                if text.startswith('    "unregistered": lambda'))
+    reason = next(text for text in output.splitlines() if "unregistered" in text and "SKIPPED" in text)
+    assert (f"{protocol.NOT_REGISTERED}: unregistered has no kernel for the CPU backend, the device of guessed inputs "
+            "(NotImplementedError: Could not run '_k_cuda_1a2b::unregistered' with arguments from the 'CPU' backend."
+            in reason), reason
+    assert "register unregistered for CPU" in reason and reason.endswith(f"tests/test_k_ops.py:{line}")
+    assert protocol.NEEDS_INPUTS not in reason
 
 
 def test_inputs_that_fit_run_the_op_and_a_reference_match_is_recorded(tmp_path):

@@ -111,3 +111,33 @@ def test_the_projects_own_tests_are_not_called_ops_run(tmp_path):
         "tests/test_gather.py::test_gather_matches_numpy": ("passed", None),
     })
     assert (outcome.status, outcome.suite) == ("passed", "")
+
+
+UNREGISTERED = (f"{protocol.NOT_REGISTERED}: radius_neighbors has no kernel for the CPU backend, the device of the "
+                "inputs derived from the call at ops/radius.py:24 (NotImplementedError: Could not run "
+                "'_geo_cuda_1a2b::radius_neighbors' with arguments from the 'CPU' backend. This could be because the "
+                "operator doesn't exist for this backend); the kernel's registration leaves it out there: register "
+                "radius_neighbors for CPU, or give INPUTS['radius_neighbors'] tensors of a device it is registered "
+                "for: tests/test_geo_ops.py:47")
+
+
+def test_an_op_not_registered_for_its_inputs_device_leaves_the_variant_untested_naming_the_registration(tmp_path):
+    # GeoTransformer on the GPU machine: two ops skipped so were read as "need inputs", the fix pointing at INPUTS
+    outcome = _judge(tmp_path, {
+        f"{GENERATED}test_op_is_registered_with_its_schema[radius_neighbors]": ("passed", protocol.CHECKED_REGISTRATION),
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[radius_neighbors]": ("skipped", UNREGISTERED),
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[pick]": ("skipped", NEEDS),
+    })
+    assert outcome.status == "untested"
+    assert "1 op(s) of adopt's generated tests are not registered for the device of their inputs" in outcome.reason
+    assert "radius_neighbors has no kernel for the CPU backend" in outcome.reason
+    assert "1 op(s) of adopt's generated tests need inputs" in outcome.reason  # the other one still says so
+    assert "register each op's kernel for that device's dispatch key" in outcome.fix
+    assert dict(outcome.checks) == {protocol.CHECKED_NEEDS_INPUTS: 1, protocol.CHECKED_NOT_REGISTERED: 1}
+    result = VariantTestResult("torch211-cxx11-cu130-x86_64-linux", outcome.status, None, True,
+                               reason=outcome.reason, fix=outcome.fix, checks=outcome.checks)
+    assert ("untested: 1 generated test(s) need inputs, 1 generated test(s) call ops not registered for their device "
+            "(see fix)") in render_table([result])
+    alone = _judge(tmp_path, {f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[radius_neighbors]":
+                              ("skipped", UNREGISTERED)})
+    assert alone.status == "untested" and "need inputs" not in alone.reason and "INPUTS at" not in alone.fix

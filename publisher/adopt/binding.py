@@ -9,7 +9,7 @@ line, and that part is left out whole: nothing is half-converted."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 
@@ -31,6 +31,9 @@ _PY_USE = re.compile(r"\b(?:py|pybind11)::\w+")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
 
 Lookup = Callable[[str], list[tuple[str, str, cpp.Declaration]]]  # function name -> (file, text, declaration)
+
+
+HOST_BACKEND = "cpu"  # the backend whose dispatch key every variant's pybind11-ported kernels are registered for too
 
 
 @cache
@@ -347,11 +350,13 @@ def _best(declarations: list[tuple[str, str, cpp.Declaration]]) -> tuple[str, st
 
 # --- the port ---------------------------------------------------------------------------------
 
-def port_binding(binding: Binding, backends: Sequence[str], defs_file: str) -> str:
-    """The binding file with its module block guarded and the op kernels registered beside it."""
+def port_binding(binding: Binding, backends: Sequence[str], defs_file: str,
+                 elsewhere: Mapping[str, Collection[str]] | None = None) -> str:
+    """The binding file with its module block guarded and the op kernels registered beside it
+    (registration_block: `backends`, `elsewhere`)."""
     text = binding.text
     block = binding.block
-    registration = registration_block(binding.ops, backends)
+    registration = registration_block(binding.ops, backends, elsewhere)
     original = text[block.start:block.end]
     rest = text[block.end:]
     ported = (f"#ifdef Py_LIMITED_API  // {MARKER}: kernel-builder builds (limited API, no pybind11) register the ops "
@@ -365,24 +370,46 @@ def port_binding(binding: Binding, backends: Sequence[str], defs_file: str) -> s
     return guard_includes(text[:block.start] + ported + rest.removeprefix("\n"))
 
 
-def registration_block(ops: Sequence[Op], backends: Sequence[str]) -> str:
-    """TORCH_LIBRARY_IMPL_EXPAND blocks registering each op's kernel for the backends' dispatch keys."""
+def registration_block(ops: Sequence[Op], backends: Sequence[str],
+                       elsewhere: Mapping[str, Collection[str]] | None = None) -> str:
+    """TORCH_LIBRARY_IMPL_EXPAND blocks registering the kernels of functions a pybind11 module bound, in the
+    variants of `backends` (the source is compiled into each; several: one block per backend's macro).
+
+    A bound function took whatever tensors its C++ accepts: maskrcnn-benchmark's nms runs its CPU or its CUDA
+    code on `dets.is_cuda()`, GeoTransformer's CUDAExtension holds CPU code only. So in a variant of a GPU
+    backend each is registered for the CPU key too, where the original module answered CPU tensors as well.
+    `elsewhere`: dispatch key -> names of ops that another source of the same variant registers for that key
+    (a CPU extension's twin compiled into the cuda variant: its kernel answers CPU tensors); those keys are
+    left to it. An op without a tensor argument has no device to dispatch on: one kernel for every device."""
     dispatch = _dispatch()
+    elsewhere = elsewhere or {}
     tensor_ops = [op for op in ops if _has_tensor(op)]
     other_ops = [op for op in ops if not _has_tensor(op)]
     out: list[str] = []
     keyed = [b for b in backends if b in dispatch]
     if tensor_ops:
-        if len(keyed) == 1:
-            out.append(_impl_block(dispatch[keyed[0]]["key"], tensor_ops))
+        blocks = [_backend_blocks(dispatch, backend, tensor_ops, elsewhere) for backend in keyed]
+        if len(set(blocks)) == 1:  # the same in every variant (a CPU twin's kernels, left CPU-only)
+            out.append(blocks[0])
         else:
-            for i, backend in enumerate(keyed):
+            for i, (backend, block) in enumerate(zip(keyed, blocks, strict=True)):
                 out.append(f"#{'if' if i == 0 else 'elif'} defined({dispatch[backend]['macro']})\n")
-                out.append(_impl_block(dispatch[backend]["key"], tensor_ops))
+                out.append(block)
             out.append("#endif\n")
-    if other_ops:  # no tensor to dispatch on: one kernel for every device
+    if other_ops:
         out.append(_impl_block("CompositeExplicitAutograd", other_ops))
     return "".join(out)
+
+
+def _backend_blocks(dispatch: dict, backend: str, ops: Sequence[Op], elsewhere: Mapping[str, Collection[str]]) -> str:
+    """The blocks of one backend's variants: its own dispatch key, and the CPU key in a GPU backend's."""
+    keys = list(dict.fromkeys([dispatch[backend]["key"], dispatch[HOST_BACKEND]["key"]]))
+    blocks = []
+    for key in keys:
+        kept = [op for op in ops if op.name not in elsewhere.get(key, ())]
+        if kept:
+            blocks.append(_impl_block(key, kept))
+    return "".join(blocks)
 
 
 def _has_tensor(op: Op) -> bool:

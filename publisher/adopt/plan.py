@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -76,6 +76,41 @@ def _build_defines(backend: str) -> tuple[str, ...]:
     return tuple(m for m in ("Py_LIMITED_API", macro, "USE_CUDA" if backend == "cuda" else None) if m)
 
 
+@dataclass(frozen=True)
+class _ExtensionRead:
+    """What an extension's sources bind, read before any is ported."""
+
+    bindings: tuple[binding.Binding, ...]  # its pybind11 modules
+    files: tuple[str, ...]  # its translation units and the project headers they include
+    ops: list[Op]  # bound by its modules, then registered by its op registrations (TORCH_LIBRARY, ...)
+
+
+def _twins(exts: Sequence[Extension], enclosed: set[str], ops_by_ext: dict[str, list[Op]]) -> set[str]:
+    """Names of the pybind11-bound ops that a CPU extension compiled into the GPU variants binds and a GPU
+    extension binds too (RoIAlign.pytorch's crop_and_resize_cpu and _gpu: `forward`, `backward`): one op, the CPU
+    extension's kernel for CPU tensors and the GPU one's for the GPU's."""
+    def bound(ext: Extension) -> set[str]:
+        return {op.name for op in ops_by_ext.get(ext.module, []) if op.registered_by != "library"} \
+            | {f for f, _ in ext.inline_functions}
+
+    on_cpu = {name for e in exts if e.module in enclosed for name in bound(e)}
+    on_gpu = {name for e in exts if e.backend != "cpu" for name in bound(e)}
+    return on_cpu & on_gpu
+
+
+def _registration_scope(ext: Extension, enclosed: bool, gpu: Sequence[str],
+                        twins: set[str]) -> tuple[tuple[str, ...], dict[str, set[str]]]:
+    """The backends whose variants compile the extension's sources, and (dispatch key -> op names) the keys
+    another extension's kernel registers those ops for in the same variant (binding.registration_block)."""
+    dispatch = binding._dispatch()
+    host = dispatch[binding.HOST_BACKEND]["key"]
+    if ext.backend != binding.HOST_BACKEND:
+        return (ext.backend,), {host: twins}
+    if enclosed:
+        return (ext.backend, *gpu), {dispatch[b]["key"]: twins for b in gpu if b in dispatch}
+    return (ext.backend,), {}
+
+
 class _Planner:
     def __init__(self, discovery: Discovery, settings: AdoptSettings):
         self.d = discovery
@@ -132,13 +167,22 @@ class _Planner:
         self.notes.append(f"name {name.value} (from {name.source}); Python package {python_name}")
         defs_path = self._defs_path([s for e in exts for s in e.sources])
         self._read_libraries(exts, self._python_namespaces(main_pkg))
-        ops_by_ext: dict[str, list[Op]] = {}
+        ops_by_ext: dict[str, list[Op]] = {ext.module: [] for ext in exts}
+        read = {ext.module: self._read_extension(ext) for ext in exts if not ext.inline_sources}
+        for module, found in read.items():
+            ops_by_ext[module] = found.ops
+        enclosed = self._cpu_enclosed(exts, ops_by_ext)
+        gpu = [b for b in backends if b != "cpu"]
+        twins = _twins(exts, enclosed, ops_by_ext)
         kernels: list[buildtoml.KernelTable] = []
         for ext in exts:
-            ops, bindings = self._port_extension(ext, defs_path)
-            ops_by_ext[ext.module] = ops
+            compiled_for, elsewhere = _registration_scope(ext, ext.module in enclosed, gpu, twins)
+            if ext.inline_sources:
+                ops_by_ext[ext.module] = self._port_inline(ext, defs_path, compiled_for, elsewhere)
+            else:
+                self._port_extension(ext, read[ext.module], defs_path, compiled_for, elsewhere)
             kernels.append(self._kernel_table(ext, python_name, len(exts), defs_path))
-        kernels += self._cpu_in_gpu_variants(exts, kernels, backends, ops_by_ext)
+        kernels += self._cpu_in_gpu_variants(exts, kernels, gpu, enclosed)
         all_ops = self._unique_ops(ops_by_ext)
         module_label = ", ".join(e.module for e in exts)
         fragment = self._library_file is not None
@@ -211,10 +255,9 @@ class _Planner:
             found += [path for path, _ in ext.inline_sources if path.endswith(".cpp")]
         return found
 
-    def _port_extension(self, ext: Extension, defs_path: str) -> tuple[list[Op], list[binding.Binding]]:
+    def _read_extension(self, ext: Extension) -> _ExtensionRead:
+        """What a (setup.py or load()) extension binds: its pybind11 modules and op registrations."""
         defines = (*ext.defines, *_flag_defines(ext.cxx_flags), *_build_defines(ext.backend))
-        if ext.inline_sources:
-            return self._port_inline(ext, defines, defs_path), []
         bindings: list[binding.Binding] = []
         units = [s for s in ext.sources if s.endswith(TRANSLATION_UNITS)]
         for src in units:
@@ -230,14 +273,21 @@ class _Planner:
         if not bindings and not any(lib.ops or lib.heads for lib in libraries):
             self._no_binding(ext, units)
         ops = [op for b in bindings for op in b.ops] + [op for lib in libraries for op in lib.ops]
-        ported = {b.file: b for b in bindings}
-        for rel in files:
+        return _ExtensionRead(tuple(bindings), tuple(files), ops)
+
+    def _port_extension(self, ext: Extension, found: _ExtensionRead, defs_path: str, compiled_for: Sequence[str],
+                        elsewhere: Mapping[str, Collection[str]]) -> None:
+        """The extension's sources ported: each pybind11 module guarded, its functions registered in the variants
+        of `compiled_for` (binding.registration_block, with `elsewhere`); op registrations under the kernel's
+        namespace; removed torch APIs replaced."""
+        ported = {b.file: b for b in found.bindings}
+        for rel in found.files:
             text = self.original(rel)
             if text is None:
                 continue
             new, what = text, []
             if rel in ported:
-                new = binding.port_binding(ported[rel], (ext.backend,), defs_path)
+                new = binding.port_binding(ported[rel], compiled_for, defs_path, elsewhere)
                 what.append(f"the pybind11 module guarded; {len(ported[rel].ops)} op kernel(s) registered beside it")
             if rel in self._libraries:
                 registered = library.port(new, self._libraries[rel], self._namespaces, rel == self._library_file)
@@ -251,7 +301,6 @@ class _Planner:
             new = self._port_removed_apis(rel, guarded, what)
             if new != text or self.read(rel) != text:
                 self.change(rel, new, "; ".join(what))
-        return ops, bindings
 
     def _port_removed_apis(self, rel: str, text: str, what: list[str]) -> str:
         """`text` with the torch C++ APIs torch removed (or deprecated) replaced where the replacement is exact
@@ -321,7 +370,9 @@ class _Planner:
                                      hint="bind its functions with PYBIND11_MODULE, or register torch ops with "
                                           "TORCH_LIBRARY"))
 
-    def _port_inline(self, ext: Extension, defines: Sequence[str], defs_path: str) -> list[Op]:
+    def _port_inline(self, ext: Extension, defs_path: str, compiled_for: Sequence[str],
+                     elsewhere: Mapping[str, Collection[str]]) -> list[Op]:
+        defines = (*ext.defines, *_flag_defines(ext.cxx_flags), *_build_defines(ext.backend))
         texts = dict(ext.inline_sources)
         cpp_path = next(p for p in texts if p.endswith(".cpp"))
         cpp_text = texts[cpp_path]
@@ -334,7 +385,7 @@ class _Planner:
         ops = list(read.ops) if read else []
         if read:
             self.findings += read.findings
-        registration = binding.registration_block(ops, (ext.backend,))
+        registration = binding.registration_block(ops, compiled_for, elsewhere)
         self.change(cpp_path, f"// {WRITTEN} from the load_inline() call of {ext.origin}:{ext.line}\n" + cpp_text
                     + f"\n// Registered by {MARKER}: the functions load_inline bound.\n"
                     "#include <torch/library.h>\n\n#include \"registration.h\"\n\n" + registration,
@@ -343,23 +394,35 @@ class _Planner:
             self.change(path, text, "the CUDA source load_inline compiled")
         return ops
 
-    def _cpu_in_gpu_variants(self, exts: Sequence[Extension], tables: Sequence[buildtoml.KernelTable],
-                             backends: Sequence[str], ops_by_ext: dict[str, list[Op]]) -> list[buildtoml.KernelTable]:
-        """A project with a CPU extension beside a CUDA one (torchsort: isotonic_cpu and isotonic_cuda, the
-        same functions) has both on a CUDA machine. kernel-builder compiles a variant from its backend's
-        kernels only, so the CPU extension's sources are listed again as a kernel of each GPU backend: the
-        cuda variant registers the CPU kernels too, as the original module did. Not so where the CPU
-        extension registers its ops itself (TORCH_LIBRARY, RegisterOperators) and a GPU extension registers
-        them all too (torch_scatter's _scatter_cpu and _scatter_cuda): the original loaded one of the two,
-        and in one library the second registration of an op is an error."""
-        gpu = [b for b in backends if b != "cpu"]
+    def _cpu_enclosed(self, exts: Sequence[Extension], ops_by_ext: dict[str, list[Op]]) -> set[str]:
+        """The CPU extensions whose sources the GPU variants compile too (_cpu_in_gpu_variants): a project with a
+        CPU extension beside a CUDA one (torchsort: isotonic_cpu and isotonic_cuda, the same functions) has both
+        on a CUDA machine. Not so where the CPU extension registers its ops itself (TORCH_LIBRARY,
+        RegisterOperators) and a GPU extension registers them all too (torch_scatter's _scatter_cpu and
+        _scatter_cuda): the original loaded one of the two, and in one library the second registration of an op
+        is an error; nor a load_inline() module."""
+        if not any(e.backend != "cpu" for e in exts):
+            return set()
         on_gpu = {op.name for e in exts if e.backend != "cpu" for op in ops_by_ext.get(e.module, [])}
-        out = []
-        for ext, table in zip(exts, tables, strict=True):
+        on_gpu |= {f for e in exts if e.backend != "cpu" for f, _ in e.inline_functions}
+        out = set()
+        for ext in exts:
             if ext.backend != "cpu" or ext.inline_sources:
                 continue
             own = ops_by_ext.get(ext.module, [])
             if own and all(op.registered_by == "library" and op.name in on_gpu for op in own):
+                continue
+            out.add(ext.module)
+        return out
+
+    def _cpu_in_gpu_variants(self, exts: Sequence[Extension], tables: Sequence[buildtoml.KernelTable],
+                             gpu: Sequence[str], enclosed: set[str]) -> list[buildtoml.KernelTable]:
+        """kernel-builder compiles a variant from its backend's kernels only, so the sources of each CPU
+        extension in `enclosed` are listed again as a kernel of each GPU backend: the cuda variant registers the
+        CPU kernels too, as the original module did."""
+        out = []
+        for ext, table in zip(exts, tables, strict=True):
+            if ext.module not in enclosed:
                 continue
             for backend in gpu:
                 name = f"{table.name}_{backend}"
@@ -398,7 +461,8 @@ class _Planner:
         note = (f"{WRITTEN}: {rel} compiled into the {backend} variants inside namespace {namespace}, so that its "
                 f"functions do not collide with the {backend} extension's of the same names.")
         ops_name = "TORCH_EXTENSION_NAME" in (text(rel) or "")
-        self.change(path, enclose.wrapper(rel, path, namespace, replayed, note, ops_name),
+        opened = enclose.opened_namespaces([text(f) or "" for f in enclose.enclosed_files(rel, text, resolve)])
+        self.change(path, enclose.wrapper(rel, path, namespace, replayed, note, ops_name, opened),
                     f"{rel} for the {backend} variants")
         return path
 

@@ -9,7 +9,9 @@ in one dict, each with where it came from, for the author to adjust.
 What such a test may conclude is the verdict's rule: an op that raises on the
 inputs it was given is skipped as "needs inputs" (the inputs are ours, a
 reconstruction, even when derived from the project's calls; the op's refusal
-says they do not fit, not that it computes wrongly), with the line to edit;
+says they do not fit, not that it computes wrongly), with the line to edit
+(or "not registered" where torch's dispatcher has no kernel of the op for
+the device of its inputs: the registration's gap, named as such);
 only a crash, a broken device, a hang or a result unlike the project's
 reference fails it. Each passing call records what it checked (ran, or
 matched a reference) so that a verdict resting on these tests says so."""
@@ -106,7 +108,8 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
         "users load the kernel. INPUTS are what the project's own code passes each op where adopt found a call,",
         "and what its C++ checks (the line above each says where), else guesses from its C++ signature.",
         "An op that refuses its inputs is skipped as \"needs inputs\" with the line to edit: give it the shapes",
-        "and dtypes it expects. Only a crash, a broken device, a hang or a result unlike REFERENCES fails.",
+        "and dtypes it expects; one with no kernel for its inputs' device is skipped as \"not registered\".",
+        "Only a crash, a broken device, a hang or a result unlike REFERENCES fails.",
         'REFERENCES compare an op with the project\'s Python implementation where adopt found one."""',
         "",
         "import importlib",
@@ -120,6 +123,9 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
         "import torch",
         "",
         f"NEEDS_INPUTS = {json.dumps(protocol.NEEDS_INPUTS)}  # publisher test: an op skipped so leaves the kernel untested",
+        f"NOT_REGISTERED = {json.dumps(protocol.NOT_REGISTERED)}  # publisher test: likewise, an op without a kernel "
+        "for the device",
+        f"NO_KERNEL_FOR_BACKEND = re.compile({json.dumps(protocol.NO_KERNEL_FOR_BACKEND)})",
         f"CHECKED = {json.dumps(protocol.CHECKED)}  # publisher test: what a passing test checked (the verdict says it)",
         f"FATAL_DEVICE_ERROR = re.compile({json.dumps(protocol.FATAL_DEVICE_ERROR)}, re.I)",
         "",
@@ -202,12 +208,19 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
         "",
         "def _needs_inputs(name, who, err):",
         "    \"\"\"An op (or its reference) raised on the inputs it was given: they do not fit it, which says nothing of",
-        "    what it computes. Skipped with the line to edit, unless the call broke the device.\"\"\"",
+        "    what it computes. Skipped with the line to edit, unless the call broke the device. An op with no kernel",
+        "    for the inputs' device was never called: that is said, not that it needs inputs.\"\"\"",
         "    broken = _broken_device(err)",
         "    if broken:",
         "        pytest.fail(f\"{name} broke the {DEVICE} device: {broken}\", pytrace=False)",
         "    given = f\"the inputs derived from {INPUTS_FROM[name]}\" if INPUTS_FROM.get(name) else \"guessed inputs\"",
         "    line = INPUTS[name].__code__.co_firstlineno",
+        "    missing = NO_KERNEL_FOR_BACKEND.search(str(err))",
+        "    if missing:",
+        "        pytest.skip(f\"{NOT_REGISTERED}: {who} has no kernel for the {missing.group(1)} backend, the device of \"",
+        "                    f\"{given} ({_first_line(err)}); the kernel's registration leaves it out there: register \"",
+        "                    f\"{name} for {missing.group(1)}, or give INPUTS[{name!r}] tensors of a device it is \"",
+        "                    f\"registered for: tests/{os.path.basename(__file__)}:{line}\")",
         "    pytest.skip(f\"{NEEDS_INPUTS}: {who} refused {given} ({_first_line(err)}); give INPUTS[{name!r}] the \"",
         "                f\"shapes and dtypes it expects: tests/{os.path.basename(__file__)}:{line}\")",
         "",

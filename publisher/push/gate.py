@@ -23,7 +23,7 @@ from publisher.codes import finding
 from publisher.findings import Finding, Severity
 from publisher.plan.selection import matches_any
 from publisher.push import signature
-from publisher.testing.protocol import CHECKED_NEEDS_INPUTS
+from publisher.testing.protocol import CHECKED_NEEDS_INPUTS, CHECKED_NOT_REGISTERED
 from publisher.testing.report import status_label
 
 # The test status of a variant whose import and ops were checked but whose tests
@@ -167,7 +167,8 @@ def _untested_reason(name: str, test: dict | None) -> str | None:
         return f"{name}: tests passed but not on the variant's hardware"
     if status == "loaded-not-run":
         return f"{name}: tests did not run on the variant's hardware (only the import was checked)"
-    if status == "untested" and (test.get("checks") or {}).get(CHECKED_NEEDS_INPUTS):
+    checks = test.get("checks") or {}
+    if status == "untested" and (checks.get(CHECKED_NEEDS_INPUTS) or checks.get(CHECKED_NOT_REGISTERED)):
         return f"{name}: {status_label(test)}: {test.get('reason')}; a variant whose kernel nothing judged is not tested"
     if status == "untested":
         return f"{name}: no test ran ({test.get('reason') or 'all skipped'}); a variant nothing exercised is not tested"

@@ -26,6 +26,10 @@ CHECKED_RAN = "ran"  # the op ran on its inputs and returned what its schema say
 CHECKED_REFERENCE = "reference"  # ... and its result matched the project's Python reference
 CHECKED_REGISTRATION = "registration"  # the op is registered with the schema adopt derived
 CHECKED_NEEDS_INPUTS = "needs-inputs"  # (a verdict's count, not a property) ops that refused their inputs
+NOT_REGISTERED = "not registered"  # the start of the skip reason of an op with no kernel for its inputs' device
+CHECKED_NOT_REGISTERED = "not-registered"  # (a verdict's count, not a property) ops so skipped
+# torch's dispatcher, called with tensors of a backend the op has no kernel for (the backend is group 1)
+NO_KERNEL_FOR_BACKEND = r"Could not run '[^']+' with arguments from the '(\w+)' backend"
 # An error after which the device cannot run anything: the call broke it, whatever its inputs
 # (default_test.py spells the same pattern: it runs where publisher cannot be imported)
 FATAL_DEVICE_ERROR = (r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"

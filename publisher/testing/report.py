@@ -44,8 +44,15 @@ class EventSummary:
     @property
     def needs_inputs(self) -> tuple[str, ...]:
         """Skip reasons of adopt's generated tests whose op refused the inputs they gave it."""
-        return tuple(r for r in (s.removeprefix("Skipped: ") for s in self.skip_reasons)
-                     if r.startswith(protocol.NEEDS_INPUTS + ":"))
+        return self._skipped_as(protocol.NEEDS_INPUTS)
+
+    @property
+    def not_registered(self) -> tuple[str, ...]:
+        """Skip reasons of adopt's generated tests whose op has no kernel for the device of its inputs."""
+        return self._skipped_as(protocol.NOT_REGISTERED)
+
+    def _skipped_as(self, label: str) -> tuple[str, ...]:
+        return tuple(r for r in (s.removeprefix("Skipped: ") for s in self.skip_reasons) if r.startswith(label + ":"))
 
 
 def read_events(path: Path) -> EventSummary:
@@ -205,9 +212,13 @@ def status_label(entry: dict, labels: dict[str, str] = STATUS_LABELS) -> str:
     """A report entry's status in a few words that say what happened: an untested variant whose tests ran but
     whose generated tests' ops refused their inputs says so, not that no test ran."""
     status = str(entry.get("status", "?"))
-    needs = int((entry.get("checks") or {}).get(protocol.CHECKED_NEEDS_INPUTS, 0))
-    if status == "untested" and needs:
-        return f"untested: {needs} generated test(s) need inputs (see fix)"
+    checks = entry.get("checks") or {}
+    needs = int(checks.get(protocol.CHECKED_NEEDS_INPUTS, 0))
+    unregistered = int(checks.get(protocol.CHECKED_NOT_REGISTERED, 0))
+    if status == "untested" and (needs or unregistered):
+        parts = ([f"{needs} generated test(s) need inputs"] if needs else []) + \
+            ([f"{unregistered} generated test(s) call ops not registered for their device"] if unregistered else [])
+        return f"untested: {', '.join(parts)} (see fix)"
     return labels.get(status, status)
 
 

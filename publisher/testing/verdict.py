@@ -12,7 +12,9 @@ verdicts, kept apart:
   could exercise nothing, or an op of adopt's generated tests refused the
   inputs they gave it ("needs inputs": inputs adopt derived or guessed are a
   reconstruction, and an op raising on them says they do not fit, not that
-  it computes wrongly); with the line of INPUTS to edit.
+  it computes wrongly); with the line of INPUTS to edit. Likewise an op the
+  kernel has no kernel for on its inputs' device ("not registered": never
+  called), which names the registration to fix.
 - `passed`: the tests ran on the variant's hardware and passed (and what the
   smoke test exercised, when it was only that; "ops run only" when the
   passing tests are adopt's generated ones and none compared an op with a
@@ -168,8 +170,8 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
     if run.ok and suite == LOAD_CHECK:
         return Outcome("loaded-not-run", f"no {str(accelerator).upper()} device here: imported and op registration "
                                          "checked, tests not run")
-    if (run.ok or run.returncode == 5) and events.needs_inputs:
-        return _needs_inputs(events.needs_inputs)
+    if (run.ok or run.returncode == 5) and (events.needs_inputs or events.not_registered):
+        return _not_judged(events.needs_inputs, events.not_registered)
     nothing_ran = (run.ok or run.returncode == 5) and not events.counts.passed
     if nothing_ran:
         return Outcome("untested", _untested_reason(events, tests))
@@ -200,19 +202,35 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
     return Outcome("failed", reason, on_hardware=True)
 
 
-def _needs_inputs(reasons: tuple[str, ...]) -> Outcome:
-    """Ops of adopt's generated tests skipped because they refused their inputs: the kernel is not judged."""
-    whys = [r.removeprefix(protocol.NEEDS_INPUTS + ": ") for r in reasons]
-    shown = "; ".join(_INPUTS_LINE.sub("", why) for why in whys[:2]) + (f" (and {len(whys) - 2} more)"
-                                                                       if len(whys) > 2 else "")
-    lines = [m.group(1) for m in (_INPUTS_LINE.search(r) for r in whys) if m]
-    where = f"at {', '.join(lines)}" if lines else "in the generated tests"
-    return Outcome("untested", f"{len(reasons)} op(s) of adopt's generated tests need inputs, so the kernel was not "
-                               f"judged on them: {shown}",
-                   fix=f"edit INPUTS {where}: give each op the shapes and dtypes it expects, then test again",
-                   checks=((protocol.CHECKED_NEEDS_INPUTS, len(reasons)),))
+def _not_judged(needs: tuple[str, ...], unregistered: tuple[str, ...]) -> Outcome:
+    """Ops of adopt's generated tests skipped because they refused their inputs, or because the kernel registers
+    them for no kernel on their inputs' device (never called): the kernel is not judged on them."""
+    reasons, fixes, checks = [], [], []
+    if needs:
+        whys = [r.removeprefix(protocol.NEEDS_INPUTS + ": ") for r in needs]
+        lines = [m.group(1) for m in (_INPUTS_LINE.search(r) for r in whys) if m]
+        where = f"at {', '.join(lines)}" if lines else "in the generated tests"
+        reasons.append(f"{len(needs)} op(s) of adopt's generated tests need inputs, so the kernel was not judged on "
+                       f"them: {_shown([_INPUTS_LINE.sub('', why) for why in whys])}")
+        fixes.append(f"edit INPUTS {where}: give each op the shapes and dtypes it expects")
+        checks.append((protocol.CHECKED_NEEDS_INPUTS, len(needs)))
+    if unregistered:
+        whys = [r.removeprefix(protocol.NOT_REGISTERED + ": ") for r in unregistered]
+        reasons.append(f"{len(unregistered)} op(s) of adopt's generated tests are not registered for the device of "
+                       f"their inputs, so they were never called: {_shown([_REGISTER_END.sub('', w) for w in whys])}")
+        fixes.append("register each op's kernel for that device's dispatch key (TORCH_LIBRARY_IMPL_EXPAND beside "
+                     "the function; for an op ported from a pybind11 module, rerun `publisher adopt`), or give its "
+                     "INPUTS tensors of a device it is registered for")
+        checks.append((protocol.CHECKED_NOT_REGISTERED, len(unregistered)))
+    return Outcome("untested", "; ".join(reasons), fix="; ".join(fixes) + ", then test again", checks=tuple(checks))
 
 
+def _shown(whys: list[str]) -> str:
+    return "; ".join(whys[:2]) + (f" (and {len(whys) - 2} more)" if len(whys) > 2 else "")
+
+
+# the end of a not-registered skip reason: what to do, said once in the fix
+_REGISTER_END = re.compile(r"; the kernel's registration leaves it out there: .*$")
 # the end of a needs-inputs skip reason: the INPUTS line to edit
 _INPUTS_LINE = re.compile(r"; give INPUTS\[[^\]]+\] the shapes and dtypes it expects: (\S+:\d+)$")
 
