@@ -58,3 +58,22 @@ def test_card_template_is_filled_with_upstream_variables(tmp_path):
     assert text.startswith("---\nlibrary_name: kernels\nlicense: apache-2.0\n---\n")
     assert "Card of org/softcap." in text and "- `softcap`" in text and "Version 3." in text
     assert "{{" not in text and "{%" not in text
+
+
+def test_a_template_without_variants_still_gets_the_table_of_gpus_each_variant_loads_on(tmp_path):
+    # rmsnorm's own CARD.md names no variants: the card must still say which GPUs kernels loads each on
+    root = _project(tmp_path)
+    (root / "CARD.md").write_text("---\nlibrary_name: kernels\n---\n\nCard of {{ repo_id }}.\n")
+    rows = [*ROWS, VariantRow("torch211-cxx11-cu130-x86_64-linux", "cuda", ("8.0",), "not tested")]
+    text = render(require_project(root), "org/softcap", 1, rows).text
+    assert "## Variants" in text
+    row = next(line for line in text.splitlines() if line.startswith("| `torch211-cxx11-cu130"))
+    loads, _, refused = row.split(" | ")[3].partition(" (not ")
+    assert "A100" in loads and "H100" not in loads and "H100/H200" in refused  # 8.0 only: kernels refuses 9.0
+
+
+def test_a_template_places_the_variants_table_itself_and_gets_it_once(tmp_path):
+    root = _project(tmp_path)
+    (root / "CARD.md").write_text("---\nlibrary_name: kernels\n---\n\n## Where it runs\n\n{{ variants_table }}\n")
+    text = render(require_project(root), "org/softcap", 1, ROWS).text
+    assert text.count("| `torch-cpu` | cpu | - | any CPU |") == 1 and "## Variants" not in text

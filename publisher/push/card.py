@@ -294,6 +294,7 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
             signing="\n".join(signing_section(call, signer)) if signed else None,
             load_call=call.render(), trust_note=call.why() or "",
             benchmark_commands="\n".join(benchmark_commands(repo_id, version)),
+            variants_table="\n".join(variants_section(variants)[2:]),
         )
         if not text.startswith("---"):
             text = _front_matter(project, backends) + "\n" + text
@@ -302,6 +303,9 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
         if measured and "benchmarks" not in meta.find_undeclared_variables(env.parse(source)):
             # the template has no place for them: the measurements still reach the card
             text = text.rstrip() + "\n\n## Benchmark results\n\n" + measured.markdown + "\n"
+        if variants and not {"variants", "variants_table"} & meta.find_undeclared_variables(env.parse(source)):
+            # the template shows no variants: which GPUs kernels loads each on still reaches the card
+            text = text.rstrip() + "\n\n" + "\n".join(variants_section(variants)) + "\n"
         if api is not None and api.entries:
             text = text.rstrip() + "\n\n" + "\n".join(api_section(api, version)) + "\n"
         return Card(text, linked_files(text, root, str(template), generated))
