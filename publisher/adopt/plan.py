@@ -747,7 +747,7 @@ class _Planner:
                 file=str(self.root / "tests"),
                 hint=f"import the kernel's package (`import {python_name}`: publisher test puts each variant first on "
                      "the path under that name), or load it as users do: kernels.get_kernel(\"<org>/<name>\", "
-                     "version=<N>)"))
+                     "version=<N>, trust_remote_code=[\"<org>/<name>\"])"))
 
     def _references(self, ops: Sequence[Op], access: dict[str, str]) -> dict[str, str]:
         """op -> expression of a Python reference implementation in the carried package, by name."""

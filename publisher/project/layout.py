@@ -191,7 +191,8 @@ def _package(root: Path, data: Mapping) -> list[Finding]:
     if not (root / "tests").is_dir():
         out.append(finding("PB406", "no tests/ folder: `publisher test` can only run its default smoke test "
                            "(load, op registration, tensor-only calls)", file=str(root),
-                           hint="add tests/ that load the kernel with kernels.get_kernel(\"<repo-id>\", version=<N>) and "
+                           hint="add tests/ that load the kernel with kernels.get_kernel(\"<repo-id>\", version=<N>, "
+                           "trust_remote_code=[\"<repo-id>\"]) and "
                            "compare its ops against a reference implementation"))
     return out
 
