@@ -16,7 +16,7 @@ from publisher.runner import RunResult
 from publisher.testing import protocol, verdict
 from publisher.testing.report import VariantTestResult, read_events, render_table
 
-KERNEL = verdict.Kernel(frozenset({"index_ops"}), ("/build/torch213-cpu",))
+KERNEL = verdict.Kernel(frozenset({"index_ops"}), ("/build/torch215-cpu",))
 ENV = verdict.Environment("/env/bin/python", "this interpreter", False, frozenset())
 OK = RunResult(("pytest",), 0, "")
 GENERATED = "tests/test_index_ops_ops.py::"
@@ -66,7 +66,7 @@ def test_a_variant_whose_ops_need_inputs_does_not_read_as_one_no_test_ran_on(tmp
         f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[gather_rows]": ("passed", protocol.CHECKED_RAN),
         f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[pick]": ("skipped", NEEDS),
     })
-    result = VariantTestResult("torch213-cxx11-cpu-x86_64-linux", outcome.status, None, True, reason=outcome.reason,
+    result = VariantTestResult("torch215-cxx11-cpu-x86_64-linux", outcome.status, None, True, reason=outcome.reason,
                                fix=outcome.fix, checks=outcome.checks)
     table = render_table([result])
     assert "untested: 1 generated test(s) need inputs (see fix)" in table
@@ -86,7 +86,7 @@ def test_a_pass_on_generated_tests_alone_rests_on_ops_run(tmp_path):
         f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[magnitude]": ("passed", protocol.CHECKED_RAN),
     })
     assert (outcome.status, outcome.suite, dict(outcome.checks)) == ("passed", "ops-run", {"ran": 2, "reference": 0})
-    result = VariantTestResult("torch213-cxx11-cpu-x86_64-linux", "passed", None, True, suite=outcome.suite,
+    result = VariantTestResult("torch215-cxx11-cpu-x86_64-linux", "passed", None, True, suite=outcome.suite,
                                checks=outcome.checks)
     claim = "ops run only: 2 op(s) called and returned what their schemas say, none compared with a reference"
     assert f"the verdict rests on {claim} (the project has no tests of its own)" in render_table([result])
