@@ -300,12 +300,12 @@ def render(project: Project, repo_id: str, version: int, variants: list[VariantR
             text = _front_matter(project, backends) + "\n" + text
         if missing and "## Missing variants" not in text:
             text = text.rstrip() + "\n" + "\n".join(_missing_section(missing)) + "\n"
-        if measured and "benchmarks" not in meta.find_undeclared_variables(env.parse(source)):
-            # the template has no place for them: the measurements still reach the card
-            text = text.rstrip() + "\n\n## Benchmark results\n\n" + measured.markdown + "\n"
         if variants and not {"variants", "variants_table"} & meta.find_undeclared_variables(env.parse(source)):
             # the template shows no variants: which GPUs kernels loads each on still reaches the card
             text = text.rstrip() + "\n\n" + "\n".join(variants_section(variants)) + "\n"
+        if measured and "benchmarks" not in meta.find_undeclared_variables(env.parse(source)):
+            # the template has no place for them: the measurements still reach the card
+            text = text.rstrip() + "\n\n## Benchmark results\n\n" + measured.markdown + "\n"
         if api is not None and api.entries:
             text = text.rstrip() + "\n\n" + "\n".join(api_section(api, version)) + "\n"
         return Card(text, linked_files(text, root, str(template), generated))
