@@ -77,6 +77,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PA105": (I, "setup.py answered as on a machine with a CUDA toolkit (none here)"),
     "PA106": (E, "setup.py could not be run with recorders (what it needed is named)"),
     "PA107": (W, "a project file has the name of a standard-library module (it shadows it where setup.py runs)"),
+    "PA108": (I, "setup.py builds the CUDA extension without CUDA too: the kernel gets a cpu backend"),
     "PA111": (E, "binding construct or type no op schema can carry (needs hands)"),
     "PA112": (E, "bound function whose declaration adopt cannot read (missing, overloaded, template)"),
     "PA113": (W, "detail of the binding not carried (a default value, py::arg names, an m.def argument)"),

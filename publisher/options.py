@@ -75,7 +75,7 @@ class MigrateOptions:
     show_diff: bool = False  # print the change instead of writing it
     license: str | None = None  # added when the old file has none
     version: int | None = None  # added when the old file has none
-    sources: bool = False  # also port removed torch C++ APIs in the sources the build compiles
+    sources: bool = False  # also port removed torch APIs (the sources the build compiles, the kernel's Python)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,30 @@ def test_a_module_of_the_kernel_itself_missing_is_the_kernels_failure():
     # ... and so is a third-party module the kernel's own code imports (users meet it too)
     inside = _missing("t.py", "einops", file="/build/torch215-cpu/__init__.py")
     assert _judge(RC2, _events(("t.py",), inside, errors=1)).status == "failed"
+    # ... also through a module the package's __init__ imports: loading the kernel had not finished
+    through = {**_missing("t.py", "einops", file="/build/torch215-cpu/layers.py"),
+               "files": ["/tmp/t/tests/t.py", "/build/torch215-cpu/__init__.py", "/build/torch215-cpu/layers.py"]}
+    assert _judge(RC2, _events(("t.py",), through, errors=1)).status == "failed"
+    # ... and a module of an installed package that this torch no longer has (torch._six)
+    gone = _missing("t.py", "torch._six", file="/tmp/t/import/rmsnorm/utils/imports.py")
+    assert _judge(RC2, _events(("t.py",), gone, errors=1)).status == "failed"
+
+
+def test_a_kernel_submodule_needing_a_package_the_environment_lacks_is_an_error_with_the_kernels_fix():
+    # maskrcnn-benchmark adopted: the kernel loads, but its config module imports yacs, which is not installed
+    frames = ["/tmp/t/tests/test_detectors.py", "/tmp/t/import/rmsnorm/modeling/make_layers.py",
+              "/tmp/t/import/rmsnorm/config/__init__.py", "/tmp/t/import/rmsnorm/config/defaults.py"]
+    yacs = {**_missing("tests/test_detectors.py", "yacs", file=frames[-1]), "files": frames}
+    outcome = _judge(RC2, _events(("tests/test_detectors.py",), yacs, errors=1))
+    assert outcome.status == "error"
+    assert "module `yacs` is not installed (the kernel's rmsnorm/config/defaults.py imports it)" in outcome.reason
+    assert "importing the kernel is not what failed" in outcome.reason
+    assert "not a dependency a Hub kernel can declare" in outcome.fix
+    assert "/env/bin/python -m pip install yacs" in outcome.fix
+    # a curated dependency is the kernel's to declare
+    einops = {**_missing("tests/test_x.py", "einops", file=frames[-1]), "files": frames}
+    outcome = _judge(RC2, _events(("tests/test_x.py",), einops, errors=1))
+    assert outcome.status == "error" and "declare `einops` in build.toml `[general] python-depends`" in outcome.fix
 
 
 def test_real_failures_beside_a_missing_module_fail_the_variant():

@@ -13,8 +13,9 @@ import re
 import shutil
 import sys
 import tempfile
+from dataclasses import replace
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 try:
     import tomllib
@@ -33,6 +34,7 @@ from publisher.findings import Finding
 RECORDER = Path(__file__).with_name("record_setup.py")
 EXEC_TIMEOUT = 120.0  # seconds a setup.py may take to declare its extensions
 COPY_LIMIT = 512 * 1024 * 1024  # bytes of project copied into the scratch folder a setup.py runs in
+GPU_SUFFIXES = (".cu", ".cuh")  # sources only a CUDA build compiles
 _ROUTE = re.compile(r"^# .*" + re.escape(MARKER) + r" \(from (setup\.py|load\(\)|build\.toml)\)", re.M)
 
 
@@ -187,10 +189,51 @@ def _read_setup(root: Path, existing: Existing, scratch: Path) -> Discovery:
     if not extensions:
         raise ProjectError(f"{script}: declares no CUDAExtension or CppExtension",
                            "publisher adopt ports torch.utils.cpp_extension extensions")
+    if how == "executed" and any(e.backend == "cuda" for e in extensions):
+        extensions, found = _with_cpu_builds(root, extensions, scratch / "without-cuda")
+        findings += found
     return Discovery(root=root, route="setup.py", how=how, extensions=tuple(extensions),
                      packages=_packages(root, packages, package_dir), wrappers=_wrappers(root, extensions),
                      setup_name=setup_name, arch_list=_arch_list(environ), existing=existing,
                      findings=tuple(findings))
+
+
+def _with_cpu_builds(root: Path, extensions: list[Extension], scratch: Path) -> tuple[list[Extension], list[Finding]]:
+    """The CUDA extensions the script builds on a machine without CUDA as well (extension-cpp: a CppExtension of
+    its .cpp files where no GPU answers, a CUDAExtension of those and its .cu files where one does): each gets
+    that build as its `cpu_build`, so the kernel has a cpu backend too, as the project had. Only where the two
+    builds are one module whose CPU sources are the CUDA build's without its GPU files; a script that stops or
+    builds something else without CUDA keeps its CUDA build only."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    try:
+        recorded, base = _execute(root, scratch, without_cuda=True)
+    except SetupNotRun:
+        return extensions, []
+    setup = recorded.get("setup") if not recorded.get("error") else None
+    if not setup:
+        return extensions, []
+    cpu: dict[str, Extension] = {}
+    for r in setup["ext_modules"]:
+        ext, _ = _extension(root, base, r["kind"], r["name"], r["sources"], r["kwargs"], "setup.py", r.get("line"),
+                            base)
+        if ext is not None and ext.backend == "cpu":
+            cpu[ext.module] = ext
+    out, findings = [], []
+    for ext in extensions:
+        twin = cpu.get(ext.module)
+        gpu_only = set(ext.sources) - set(twin.sources) if twin is not None else set()
+        if (ext.backend == "cuda" and twin is not None and twin.sources and set(twin.sources) <= set(ext.sources)
+                and all(PurePosixPath(s).suffix in GPU_SUFFIXES for s in gpu_only)):
+            out.append(replace(ext, cpu_build=twin))
+            findings.append(finding(
+                "PA108", f"setup.py builds `{ext.module}` without CUDA too (a CppExtension of {len(twin.sources)} of "
+                f"its {len(ext.sources)} sources, where no GPU answers): the kernel gets a cpu backend beside cuda",
+                file=str(root / "setup.py"), line=twin.line,
+                hint="for a CUDA-only kernel, take `cpu` out of [general] backends and drop its `_cpu` kernel table in "
+                     "build.toml"))
+        else:
+            out.append(ext)
+    return out, findings
 
 
 def _ext_record(call: Call) -> tuple:
@@ -209,10 +252,11 @@ class SetupNotRun(ProjectError):
         self.findings = tuple(findings)
 
 
-def _execute(root: Path, scratch: Path) -> tuple[dict, Path]:
+def _execute(root: Path, scratch: Path, *, without_cuda: bool = False) -> tuple[dict, Path]:
     """Run setup.py with recorders in a copy of the project under `scratch`; (records, the copy's root).
     The recorder runs from a folder of its own: python puts a script's folder first on sys.path, and a file
-    beside the recorder named like a standard-library module would shadow that module."""
+    beside the recorder named like a standard-library module would shadow that module. `without_cuda`: the
+    script answered as on a machine without CUDA (what it builds for a cpu backend)."""
     copy = scratch / "project"
     _copy_project(root, copy)
     recorder = scratch / "recorder" / RECORDER.name
@@ -222,8 +266,11 @@ def _execute(root: Path, scratch: Path) -> tuple[dict, Path]:
     env = dict(os.environ)
     env.update({"PYTHONDONTWRITEBYTECODE": "1", "FORCE_CUDA": "1", "PIP_NO_INDEX": "1",
                 "no_proxy": "", "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"})
-    result = runner.run([sys.executable, str(recorder), str(out), "setup.py", str(facts()["recorded_cuda_version"])],
-                        cwd=copy, env=env, timeout=EXEC_TIMEOUT)
+    command = [sys.executable, str(recorder), str(out), "setup.py", str(facts()["recorded_cuda_version"])]
+    if without_cuda:
+        env.pop("FORCE_CUDA")
+        command.append("cpu")
+    result = runner.run(command, cwd=copy, env=env, timeout=EXEC_TIMEOUT)
     if result.timed_out:
         raise SetupNotRun(f"{root / 'setup.py'}: still running after {int(EXEC_TIMEOUT)} s with recorders", [finding(
             "PA106", f"setup.py was still running after {int(EXEC_TIMEOUT)} s with recorders (nothing is compiled "

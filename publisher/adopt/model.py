@@ -36,6 +36,9 @@ class Extension:
     # load_inline: the sources are strings; adopt writes them to these files
     inline_sources: tuple[tuple[str, str], ...] = ()
     inline_functions: tuple[tuple[str, str | None], ...] = ()  # (name, docstring)
+    # the same module as the script builds it on a machine without CUDA (its CppExtension there: these sources
+    # without the GPU files): the kernel's cpu backend
+    cpu_build: Extension | None = None
 
     @property
     def leaf(self) -> str:

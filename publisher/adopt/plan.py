@@ -43,10 +43,11 @@ from publisher.adopt.model import (
     PythonPackage,
     written_by_adopt,
 )
+from publisher import cxx
 from publisher.codes import finding
 from publisher.errors import ProjectError
 from publisher.findings import Finding, Severity
-from publisher.project import removed_apis
+from publisher.project import removed_apis, removed_python
 from publisher.project.abi3 import TRANSLATION_UNITS
 
 DEFS_FILES = ("torch-ext/torch_binding.cpp", "torch-ext/torch_ops.cpp")
@@ -104,6 +105,8 @@ def _registration_scope(ext: Extension, enclosed: bool, gpu: Sequence[str],
     another extension's kernel registers those ops for in the same variant (binding.registration_block)."""
     dispatch = binding._dispatch()
     host = dispatch[binding.HOST_BACKEND]["key"]
+    if ext.backend != binding.HOST_BACKEND and ext.cpu_build is not None:
+        return (binding.HOST_BACKEND, ext.backend), {host: twins}  # its build without CUDA: the cpu variants
     if ext.backend != binding.HOST_BACKEND:
         return (ext.backend,), {host: twins}
     if enclosed:
@@ -160,7 +163,6 @@ class _Planner:
     def extensions(self) -> AdoptPlan:
         d = self.d
         exts = list(d.extensions)
-        backends = tuple(sorted({e.backend for e in exts}, key=BACKEND_ORDER.index))
         main_pkg = self._main_package()
         name = naming.choose_name(d, self.settings.name, main_pkg.name if main_pkg else None)
         python_name = name.value.replace("-", "_")
@@ -171,6 +173,9 @@ class _Planner:
         read = {ext.module: self._read_extension(ext) for ext in exts if not ext.inline_sources}
         for module, found in read.items():
             ops_by_ext[module] = found.ops
+        exts = [self._same_ops_without_cuda(ext, ops_by_ext[ext.module]) for ext in exts]
+        backends = tuple(sorted({e.backend for e in exts} | {"cpu" for e in exts if e.cpu_build},
+                                key=BACKEND_ORDER.index))
         enclosed = self._cpu_enclosed(exts, ops_by_ext)
         gpu = [b for b in backends if b != "cpu"]
         twins = _twins(exts, enclosed, ops_by_ext)
@@ -183,6 +188,8 @@ class _Planner:
                 self._port_extension(ext, read[ext.module], defs_path, compiled_for, elsewhere)
             kernels.append(self._kernel_table(ext, python_name, len(exts), defs_path))
         kernels += self._cpu_in_gpu_variants(exts, kernels, gpu, enclosed)
+        kernels += [self._cpu_kernel_table(ext.cpu_build, table.name, python_name, len(exts), defs_path)
+                    for ext, table in zip(exts, kernels, strict=False) if ext.cpu_build is not None]
         all_ops = self._unique_ops(ops_by_ext)
         module_label = ", ".join(e.module for e in exts)
         fragment = self._library_file is not None
@@ -191,15 +198,54 @@ class _Planner:
                     f"the torch ops ({len(all_ops)}) of the kernel: their schemas, and the module's entry point")
         license_, version = self._license_version()
         repo_id = self.settings.repo_id or d.existing.repo_id
-        origin = " and ".join(f"the {self._ext_kind(e)} `{e.module}` ({e.origin})" for e in exts)
+        origin = " and ".join(f"the {self._ext_kind(e)} `{e.module}` ({e.origin})"
+                              + (" and its CppExtension without CUDA" if e.cpu_build else "") for e in exts)
         self.change("build.toml", buildtoml.render(buildtoml.BuildToml(
             route=d.route, origin=origin, name=name.value, version=version, license=license_, backends=backends,
             torch_src=(defs_path,), kernels=tuple(kernels), repo_id=repo_id)), "the kernel-builder build file")
         self._listed_files_exist()
         access = self._python(exts, ops_by_ext, main_pkg, python_name)
         self._tests(name.value, python_name, version, repo_id, backends, _testable(all_ops), access, exts)
+        self._port_removed_python()
         return AdoptPlan(d, name.value, python_name, backends, tuple(all_ops), tuple(self.changes.values()),
                          tuple(self.findings), tuple(self.notes))
+
+    def _same_ops_without_cuda(self, ext: Extension, ops: Sequence[Op]) -> Extension:
+        """`ext`, keeping its build without CUDA (discover: the kernel's cpu backend) only where that build binds
+        and registers the same ops: the two are one op set, a kernel per backend."""
+        if ext.cpu_build is None:
+            return ext
+        cpu = ext.cpu_build
+        kept = len(self.findings)
+        without = self._read_extension(cpu)
+        del self.findings[kept:]  # what reading the same sources again says, it has said
+        defines = set(_macro_names((*cpu.defines, *_flag_defines(cpu.cxx_flags), *_build_defines(cpu.backend))))
+        units = [s for s in cpu.sources if s.endswith(TRANSLATION_UNITS)]
+        found = cuda_include(self.root, units, cpu.include_dirs, defines)
+        if found:
+            rel, line, header = found
+            reason = f"{rel}:{line} includes <{header}> there, which only a CUDA toolkit has"
+        else:
+            if {op.name for op in without.ops} == {op.name for op in ops}:
+                return ext
+            missing = sorted({op.name for op in ops} - {op.name for op in without.ops})
+            extra = sorted({op.name for op in without.ops} - {op.name for op in ops})
+            reason = "it has other ops (" + "; ".join(filter(None, [missing and f"lacks {', '.join(missing)}",
+                                                                    extra and f"adds {', '.join(extra)}"])) + ")"
+        self.findings = [f for f in self.findings if not (f.code == "PA108" and f"`{ext.module}`" in f.message)]
+        self.notes.append(f"setup.py builds `{ext.module}` without CUDA too, but {reason}: the kernel keeps the CUDA "
+                          "build only")
+        return replace(ext, cpu_build=None)
+
+    def _cpu_kernel_table(self, cpu: Extension, cuda_kernel: str, python_name: str, count: int,
+                          defs_path: str) -> buildtoml.KernelTable:
+        """The kernel table of an extension's build without CUDA (its cpu backend): its own sources and flags,
+        named after the CUDA build's table."""
+        kept = len(self.findings)
+        table = self._kernel_table(cpu, python_name, count, defs_path)
+        said = {(f.code, f.message) for f in self.findings[:kept]}
+        self.findings[kept:] = [f for f in self.findings[kept:] if (f.code, f.message) not in said]
+        return replace(table, name=f"{cuda_kernel}_cpu")
 
     def _listed_files_exist(self) -> None:
         """build.toml names only files the project has or adopt writes (a refusal elsewhere never leaves a
@@ -309,24 +355,40 @@ class _Planner:
         for compiles it."""
         if not removed_apis.is_source(PurePosixPath(rel)):
             return text
-        ported = removed_apis.port_text(text, rel)
+        return self._removed_api_findings(rel, removed_apis.port_text(text, rel), what, "C++")
+
+    def _removed_api_findings(self, rel: str, ported: removed_apis.PortedFile, what: list[str], language: str) -> str:
+        """PA181 for what a port replaced, PA182 for each use left; the ported text."""
         if ported.ported:
             names = sorted({u.api.name for u in ported.ported})
             what.append(f"removed torch APIs ported ({'; '.join(names)})")
             self.findings.append(finding(
-                "PA181", f"{len(ported.ported)} use(s) of torch C++ APIs torch removed or deprecated, ported to their "
-                f"exact replacement: {'; '.join(names)}", file=rel, line=ported.ported[0].line,
-                hint="read the diff (--dry-run); the author's build compiles the new text too"))
+                "PA181", f"{len(ported.ported)} use(s) of torch {language} APIs torch removed or deprecated, ported to "
+                f"their exact replacement: {'; '.join(names)}", file=rel, line=ported.ported[0].line,
+                hint="read the diff (--dry-run); the author's build compiles the new text too"
+                if language == "C++" else "read the diff (--dry-run)"))
         versions = _matrix_torch_versions()
         for use in ported.left:
             blocking = removed_apis.blocks(use.api, versions)
             when = (f"removed in torch {use.api.removed_in}" if use.api.removed_in
                     else f"deprecated since torch {use.api.deprecated_in}")
+            still = "; still compiles" if language == "C++" else "; some torch of the matrix still has it"
             self.findings.append(finding(
-                "PA182", f"`{use.text}`: {use.api.name}, {when}" + ("" if blocking else "; still compiles"),
+                "PA182", f"`{use.text}`: {use.api.name}, {when}" + ("" if blocking else still),
                 file=rel, line=use.line, hint=use.fix() + f" ({use.api.reference})",
                 severity=None if blocking else Severity.WARNING))
         return ported.text
+
+    def _port_removed_python(self) -> None:
+        """The Python adopt writes into the kernel's package and tests, with the torch Python modules torch removed
+        (torch._six) replaced where the replacement is exact (project/removed_python.py); each use left a finding."""
+        for rel, change in list(self.changes.items()):
+            if not rel.endswith(".py") or not rel.startswith(("torch-ext/", "tests/")):
+                continue
+            what: list[str] = []
+            new = self._removed_api_findings(rel, removed_python.port_python(change.new, rel), what, "Python")
+            if new != change.new:
+                self.changes[rel] = replace(change, new=new, what="; ".join([change.what, *what]))
 
     def _python_namespaces(self, main_pkg: PythonPackage | None) -> set[str]:
         """The op namespaces the project's Python code defines ops in (torch.library.custom_op("ns::op"), ...)."""
@@ -838,6 +900,7 @@ class _Planner:
         access = self._layout_python(old_python, python_name)
         access.update({op.name: "_ops.ops" for op in ops if op.name not in access})
         self._tests(name.value, python_name, version, repo_id, backends, _testable(ops), access, d.extensions)
+        self._port_removed_python()
         return AdoptPlan(d, name.value, python_name, backends, tuple(ops), tuple(self.changes.values()),
                          tuple(self.findings), tuple(self.notes))
 
@@ -884,6 +947,50 @@ def _outdated(capabilities: Sequence[str]) -> list[str]:
     cuda, _ = matrix_toolkits(None)
     built = {re.sub(r"[af]?(\+PTX)?$", "", c) for caps in cuda.values() for c in caps}
     return [c for c in capabilities if re.sub(r"[af]?(\+PTX)?$", "", c) not in built]
+
+
+def _macro_names(defines: Sequence[str]) -> list[str]:
+    return [d.split("=", 1)[0] for d in defines]
+
+
+def reached_includes(text: str, defines: Collection[str]) -> list[tuple[int, str, str]]:
+    """(line, quote, header) of each #include a compile with `defines` (macro names) reaches: outside
+    conditionals, or where they hold, or where they cannot be told (taken as reached)."""
+    known = set(defines)
+    conditions: list[bool | None] = []
+    out = []
+    for number, line in enumerate(cxx.mask(text, strings=False).splitlines(), 1):
+        stripped = line.strip()
+        if not stripped.startswith("#"):
+            continue
+        binding._directive(stripped, conditions, known)
+        m = re.match(r'#\s*include\s*([<"])([^>"]+)[>"]', stripped)
+        if m and all(c is not False for c in conditions):
+            out.append((number, m.group(1), m.group(2)))
+    return out
+
+
+def cuda_include(root: Path, units: Sequence[str], include_dirs: Sequence[str],
+                 defines: Collection[str]) -> tuple[str, int, str] | None:
+    """The first #include of a header only a CUDA toolkit provides (resources/adopt.yaml) that a compile of
+    `units` with `defines` reaches, through the project headers it reaches: (file, line, header)."""
+    prefixes = tuple(facts()["cuda_only_headers"])
+    queue, seen = list(units), set(units)
+    while queue:
+        rel = queue.pop(0)
+        text = sources.read_text(root / rel)
+        for line, quote, header in reached_includes(text or "", defines):
+            if header.startswith(prefixes):
+                return rel, line, header
+            candidates = [str(PurePosixPath(rel).parent / header)] if quote == '"' else []
+            for candidate in candidates + [str(PurePosixPath(d) / header) for d in include_dirs]:
+                found = sources.relative(root, candidate)
+                if found and (root / found).is_file():
+                    if found not in seen:
+                        seen.add(found)
+                        queue.append(found)
+                    break
+    return None
 
 
 def _flag_defines(flags_: Sequence[str]) -> list[str]:

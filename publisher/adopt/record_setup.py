@@ -7,12 +7,14 @@ recorded); torch.cuda.is_available() answers True so the CUDA build is the one
 recorded, and where this machine has no CUDA toolkit the script is answered as
 if it had one of the version given: CUDA_HOME points at a stand-in folder,
 torch.version.cuda and `nvcc -V` / `nvcc --version` name that version (the
-common `get_cuda_bare_metal_version` pattern). Writes one JSON document to the
-path given. Standard library only, and run from a folder of its own: a file
+common `get_cuda_bare_metal_version` pattern). With `cpu` after the version,
+the script is answered as on a machine without CUDA instead (no GPU, no
+CUDA_HOME, no nvcc, FORCE_CUDA unset): what it builds there, for a kernel's cpu
+backend. Writes one JSON document to the path given. Standard library only, and run from a folder of its own: a file
 beside it named like a standard-library module would shadow that module
 (python puts a script's folder first on sys.path).
 
-    python record_setup.py OUT.json setup.py CUDA_VERSION
+    python record_setup.py OUT.json setup.py CUDA_VERSION [cpu]
 """
 
 import json
@@ -26,7 +28,9 @@ import types
 
 records = {"extensions": [], "setup": None, "blocked": [], "answered": [], "error": None, "error_line": None,
            "missing": None, "module_file": None, "torch": None, "environ": {}}
-CUDA = {"version": "13.0", "home": None}  # the toolkit a machine without one is answered as having
+CUDA = {"version": "13.0", "home": None, "absent": False}  # the toolkit a machine without one is answered as having
+# (absent: answered as a machine without CUDA)
+CUDA_ENVIRON = ("CUDA_HOME", "CUDA_PATH", "FORCE_CUDA", "CUDA_ROOT", "CUDACXX")
 
 
 def _jsonable(value, depth=0):
@@ -113,7 +117,8 @@ def _refuse(what, answer="raise"):
     Asking nvcc for its version is answered (the stand-in toolkit's), not refused."""
     def refused(*args, **kwargs):
         command = args[0] if args else kwargs.get("args")
-        if answer in ("run", "check", "output", "statusoutput") and _nvcc_version_query(command):
+        if answer in ("run", "check", "output", "statusoutput") and _nvcc_version_query(command) \
+                and not CUDA["absent"]:
             records["answered"].append(f"nvcc {' '.join(_words(command)[1:])}: release {CUDA['version']}")
             out = _nvcc_answer(kwargs if answer != "output" and answer != "statusoutput" else {"text": True})
             if answer == "run":
@@ -167,8 +172,11 @@ def _install_recorders():
         import torch.utils.cpp_extension as cpp_extension
 
         records["torch"] = torch.__version__
-        torch.cuda.is_available = lambda: True
-        if torch.version.cuda is None:
+        torch.cuda.is_available = (lambda: False) if CUDA["absent"] else (lambda: True)
+        if CUDA["absent"]:
+            torch.cuda.device_count = lambda: 0
+            torch.version.cuda = None  # as a CPU build of torch answers
+        elif torch.version.cuda is None:
             torch.version.cuda = CUDA["version"]
             records["answered"].append(f"torch.version.cuda: {CUDA['version']}")
     except Exception as err:  # noqa: BLE001 - torch missing or broken: a stand-in answers the few names scripts use
@@ -176,14 +184,16 @@ def _install_recorders():
         torch = types.ModuleType("torch")
         torch.__version__ = "0.0.0"
         torch.version = types.SimpleNamespace(cuda=CUDA["version"], hip=None)
-        torch.cuda = types.SimpleNamespace(is_available=lambda: True)
+        torch.cuda = types.SimpleNamespace(is_available=(lambda: False) if CUDA["absent"] else (lambda: True))
         torch.utils = types.ModuleType("torch.utils")
         cpp_extension = types.ModuleType("torch.utils.cpp_extension")
         cpp_extension.CUDA_HOME = os.environ.get("CUDA_HOME")
         cpp_extension.ROCM_HOME = None
         torch.utils.cpp_extension = cpp_extension
         sys.modules.update({"torch": torch, "torch.utils": torch.utils, "torch.utils.cpp_extension": cpp_extension})
-    if getattr(cpp_extension, "CUDA_HOME", None) is None:
+    if CUDA["absent"]:
+        cpp_extension.CUDA_HOME = None
+    elif getattr(cpp_extension, "CUDA_HOME", None) is None:
         cpp_extension.CUDA_HOME = _stand_in_cuda_home()
         records["answered"].append(f"CUDA_HOME: a stand-in for CUDA {CUDA['version']}")
     cpp_extension.CUDAExtension = _extension("cuda")
@@ -215,7 +225,12 @@ def main():
     out_path, setup_path = sys.argv[1], sys.argv[2]
     if len(sys.argv) > 3:
         CUDA["version"] = sys.argv[3]
-    os.environ.setdefault("FORCE_CUDA", "1")
+    CUDA["absent"] = len(sys.argv) > 4 and sys.argv[4] == "cpu"
+    if CUDA["absent"]:
+        for name in CUDA_ENVIRON:
+            os.environ.pop(name, None)
+    else:
+        os.environ.setdefault("FORCE_CUDA", "1")
     before = dict(os.environ)
     try:
         _install_recorders()

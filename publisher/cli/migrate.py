@@ -22,8 +22,9 @@ from publisher.project.stage import MigrateResult, run_migrate
 @click.option("--version", "version", type=click.IntRange(min=0), metavar="N",
               help="Kernel version to add when the old file has none (the Hub branch v<N>).")
 @click.option("--sources", is_flag=True,
-              help="Also rewrite removed torch C++ APIs (THC, AT_CHECK, .data<T>()...) in the sources the build compiles, "
-                   "where the replacement is exact; shows the diff and what is left for hands.")
+              help="Also rewrite removed torch APIs where the replacement is exact: C++ (THC, AT_CHECK, .data<T>()...) "
+                   "in the sources the build compiles, Python (torch._six) in the kernel's package; shows the diff and "
+                   "what is left for hands.")
 def command(path: Path, check_only: bool, show_diff: bool, license_: str | None, version: int | None,
             sources: bool) -> int:
     """Rewrite the build.toml in PATH (v1-v4) as edition 5 and repair what upstream's parser refuses
@@ -71,15 +72,21 @@ def _build_toml(result: MigrateResult) -> bool:
     return False
 
 
+def _languages(uses) -> str:
+    found = {"Python" if u.file.endswith(".py") else "C++" for u in uses}
+    return " and ".join(sorted(found, key=["C++", "Python"].index))
+
+
 def _sources(result: MigrateResult) -> bool:
     """The port's diff, what it did, what it left; True when uses are left."""
     port = result.port
     if port.changed:
         click.echo(port.diff(), nl=False)
         verb = "ported" if result.written else "would port"
-        click.echo(f"{verb} {len(port.ported)} use(s) of removed torch C++ APIs in {len(port.changed)} source(s)")
+        click.echo(f"{verb} {len(port.ported)} use(s) of removed torch {_languages(port.ported)} APIs in "
+                   f"{len(port.changed)} source(s)")
     elif not port.left:
-        click.echo("sources: no removed torch C++ API in what the build compiles")
+        click.echo("sources: no removed torch API in what the build compiles or the kernel's Python package")
     if port.left:
         click.echo("\nsources left for hands (no exact replacement):")
         for use in port.left:

@@ -1,6 +1,8 @@
 """`publisher migrate --sources`: the exact rewrites of removed torch C++ APIs
 (project/removed_apis.py's `port_text`) over the sources the build compiles,
-planned first (a diff and what is left for hands), written all at once."""
+and of removed torch Python modules (project/removed_python.py's
+`port_python`) over the kernel's Python package, planned first (a diff and
+what is left for hands), written all at once."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from publisher.project.removed_apis import ApiUse, port_text
-from publisher.project.torch_apis import compiled_sources
+from publisher.project.removed_python import port_python
+from publisher.project.torch_apis import compiled_sources, package_python
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,9 @@ def plan_port(root: Path, data: Mapping) -> SourcePort:
     """The port of every source the build of `data` (an edition-5 build.toml) compiles under `root`."""
     real_root = root.resolve()
     files = []
-    for path, text in compiled_sources(root, data).items():
-        name = path.relative_to(real_root).as_posix()
-        result = port_text(text, name)
-        files.append(PortedSource(path, name, text, result.text, result.ported, result.left))
+    for port, found in ((port_text, compiled_sources(root, data)), (port_python, package_python(root))):
+        for path, text in found.items():
+            name = path.relative_to(real_root).as_posix()
+            result = port(text, name)
+            files.append(PortedSource(path, name, text, result.text, result.ported, result.left))
     return SourcePort(tuple(files))

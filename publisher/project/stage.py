@@ -37,7 +37,7 @@ class MigrateResult:
     error: ProjectError | None = None  # only with --check, which reports it instead of stopping
     written: bool = False
     problems: tuple[Finding, ...] = ()  # errors `check` still reports on the migrated text: left for hands
-    port: SourcePort | None = None  # with --sources: the rewrites of removed torch C++ APIs
+    port: SourcePort | None = None  # with --sources: the rewrites of removed torch APIs (C++ and Python)
 
     @property
     def needed(self) -> bool:

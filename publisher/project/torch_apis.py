@@ -1,8 +1,10 @@
 """`check`'s findings for torch C++ APIs torch removed, in the sources the
 build compiles: the [torch] and built kernels' `src` files, and the project's
-own headers they include (followed through every include). Each use is an
-error (PB601) when no torch of the matrix compiles it, a warning (PB602) when
-one still does; the table and the scanner are project/removed_apis.py."""
+own headers they include (followed through every include); and for torch
+Python modules torch removed (torch._six), in the kernel's Python package
+(torch-ext/). Each use is an error (PB601) when no torch of the matrix has it,
+a warning (PB602) when one still does; the table and the scanners are
+project/removed_apis.py and project/removed_python.py."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from publisher.codes import finding
 from publisher.cxx import mask
 from publisher.findings import Finding
 from publisher.project.removed_apis import ApiUse, blocks, is_source, scan_text
+from publisher.project.removed_python import scan_python
 from publisher.project.versions import version_key, within
 
 MAX_FILES = 5000  # sources followed per project
@@ -79,6 +82,26 @@ def compiled_sources(root: Path, data: Mapping) -> dict[Path, str]:
     return found
 
 
+def package_python(root: Path) -> dict[Path, str]:
+    """Every Python file of the kernel's package (torch-ext/, what the build copies into each variant)."""
+    real_root = root.resolve()
+    found: dict[Path, str] = {}
+    folder = real_root / "torch-ext"
+    try:
+        paths = sorted(folder.rglob("*.py")) if folder.is_dir() else []
+    except OSError:
+        return found
+    for path in paths[:MAX_FILES]:
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError, ValueError):
+            continue
+        text = _read(real) if real.is_relative_to(real_root) else None
+        if text is not None:
+            found[real] = text
+    return found
+
+
 def removed_api_findings(root: Path, data: Mapping, matrix_torches: Iterable[str]) -> list[Finding]:
     """PB601/PB602 for each use, at its file and line; judged against the
     torches of the matrix that [torch] minver/maxver admit."""
@@ -89,6 +112,9 @@ def removed_api_findings(root: Path, data: Mapping, matrix_torches: Iterable[str
     for path, text in compiled_sources(root, data).items():
         for use in scan_text(text, path.relative_to(real_root).as_posix()):
             out.append(_finding(use, root / use.file, versions))
+    for path, text in package_python(root).items():
+        for use in scan_python(text, path.relative_to(real_root).as_posix()):
+            out.append(_finding(use, root / use.file, versions))
     return out
 
 
@@ -96,12 +122,14 @@ def _finding(use: ApiUse, path: Path, versions: list[str]) -> Finding:
     api = use.api
     matrix = f"torch {', '.join(versions)}" if versions else "no torch (the matrix builds none for this project)"
     if blocks(api, versions):
-        message = f"{use.file} uses {api.name}, removed in torch {api.removed_in}: no torch of the matrix ({matrix}) compiles it"
+        has = "has" if use.file.endswith(".py") else "compiles"
+        message = f"{use.file} uses {api.name}, removed in torch {api.removed_in}: no torch of the matrix ({matrix}) {has} it"
         code = "PB601"
     elif api.removed:
         gone = [v for v in versions if not api.compiled_by(v)]
         message = (f"{use.file} uses {api.name}, removed in torch {api.removed_in}"
-                   + (f": torch {', '.join(gone)} of the matrix cannot compile it" if gone else ""))
+                   + (f": torch {', '.join(gone)} of the matrix "
+                      f"{'does not have' if use.file.endswith('.py') else 'cannot compile'} it" if gone else ""))
         code = "PB602"
     else:
         message = f"{use.file} uses {api.name}, deprecated since torch {api.deprecated_in}"

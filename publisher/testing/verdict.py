@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from publisher.options import TestOptions
+from publisher.project.resources import general_python_depends
 from publisher.runner import RunResult
 from publisher.testing import protocol
 from publisher.testing.report import OPS_RUN, EventSummary
@@ -63,6 +64,13 @@ class Kernel:
     def owns(self, file: str | None) -> bool:
         return bool(file) and any(str(file).startswith(p.rstrip("/") + "/") for p in self.paths)
 
+    def loading(self, files: list[str]) -> bool:
+        """Whether a traceback's frames run the kernel's top-level `__init__.py`: importing the kernel itself
+        (what `get_kernel` does) had not finished."""
+        roots = {p.rstrip("/") for p in self.paths}  # the variant folder is the package, or holds it
+        return any(self.owns(f) and Path(f).name == "__init__.py"
+                   and (str(Path(f).parent) in roots or str(Path(f).parent.parent) in roots) for f in files)
+
 
 @dataclass(frozen=True)
 class Environment:
@@ -82,6 +90,7 @@ class _Lack:
     what: str  # a sentence
     module: str | None = None  # a missing module's top-level name
     fix: str = ""  # for what is not a missing module
+    in_kernel: str = ""  # the kernel's own file that imports the missing module (not one loading the kernel imports)
 
 
 def _blame_environment(exception: dict, kernel: Kernel) -> _Lack | None:
@@ -91,8 +100,18 @@ def _blame_environment(exception: dict, kernel: Kernel) -> _Lack | None:
     if kind in ("ModuleNotFoundError", "ImportError"):
         module = exception.get("module") or next(iter(_MISSING_MODULE_RE.findall(str(exception.get("message")))), None)
         top = str(module).split(".")[0] if module else None
-        if top is None or top in kernel.names or kernel.owns(file):
+        if top is None or top in kernel.names:
             return None  # the kernel's own package lacks something: users meet it too
+        if kernel.owns(file):
+            if kind != "ModuleNotFoundError" or "." in str(module) or kernel.loading(exception.get("files") or [file]):
+                # loading the kernel fails (users meet it too), or its code asks an installed package for
+                # something that package does not have (torch._six): the kernel's code is wrong there
+                return None
+            # a module of the kernel's package beyond what loading the kernel imports needs a package this
+            # environment lacks: the kernel loads; its tests that import that module could not run
+            inside = _kernel_file(str(file), kernel)
+            return _Lack(node, f"module `{module}` is not installed (the kernel's {inside} imports it)", top,
+                         in_kernel=inside)
         what = (f"cannot import name from `{module}` ({exception.get('message')})" if kind == "ImportError"
                 else f"module `{module}` is not installed")
         return _Lack(node, what, top)
@@ -136,7 +155,33 @@ def _lacks(events: EventSummary, kernel: Kernel) -> tuple[list[_Lack], bool]:
     return lacks, all_environment
 
 
+def _kernel_file(file: str, kernel: Kernel) -> str:
+    """A file of the kernel as its package names it (pkg/sub/mod.py)."""
+    parts = Path(file).parts
+    for i, part in enumerate(parts):
+        if part in kernel.names:
+            return "/".join(parts[i:])
+    return Path(file).name
+
+
 def _fix(lacks: list[_Lack], env: Environment) -> str:
+    mine = list(dict.fromkeys(lack.module for lack in lacks if lack.module and lack.in_kernel))
+    rest = [lack for lack in lacks if not (lack.module in mine and lack.in_kernel)]
+    if mine:
+        curated = {str(v.get("import")): k for k, v in general_python_depends().items() if v.get("import")}
+        declare = [m for m in mine if m in curated]
+        other = [m for m in mine if m not in declare]
+        said = []
+        if declare:
+            said.append(f"declare {', '.join(f'`{curated[m]}`' for m in declare)} in build.toml `[general] "
+                        "python-depends` (the kernel's own code imports it)")
+        if other:
+            said.append(f"{', '.join(f'`{m}`' for m in other)}: imported by the kernel's own modules, and not a "
+                        "dependency a Hub kernel can declare (python-depends takes only the curated packages): keep "
+                        "those modules out of the kernel's package, or import it inside the functions that use it")
+        said.append(f"to run those tests here: {env.python} -m pip install "
+                    + " ".join(implicit_requirement(m) or pypi_name(m) for m in mine))
+        return "; ".join(said + ([_fix(rest, env)] if rest else []))
     modules = list(dict.fromkeys(lack.module for lack in lacks if lack.module))
     if not modules:
         return "; ".join(dict.fromkeys(lack.fix for lack in lacks if lack.fix)) or "run `pytest tests` to see why"
@@ -161,7 +206,8 @@ def _lack_reason(lacks: list[_Lack], env: Environment) -> str:
         return (f"the tests import {', '.join(f'`{m}`' for m in dict.fromkeys(modules))}, which {env.origin} lacks; "
                 "kernel-builder's test environments have it without a declaration (their torch depends on it)")
     nodes = ", ".join(dict.fromkeys(lack.nodeid for lack in lacks[:3]))
-    return f"the tests could not run in {env.origin}: {shown} ({nodes}); nothing of the kernel was judged"
+    loads = "; importing the kernel is not what failed" if any(lack.in_kernel for lack in lacks) else ""
+    return f"the tests could not run in {env.origin}: {shown} ({nodes}){loads}; nothing of the kernel was judged"
 
 
 def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str | None, kernel: Kernel,
