@@ -17,6 +17,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from publisher import cxx
 from publisher.adopt import (
     binding,
     buildtoml,
@@ -43,7 +44,6 @@ from publisher.adopt.model import (
     PythonPackage,
     written_by_adopt,
 )
-from publisher import cxx
 from publisher.codes import finding
 from publisher.errors import ProjectError
 from publisher.findings import Finding, Severity
