@@ -10,6 +10,8 @@
 #   bash .gpu-carry/run.sh 1              part 1 (torch-scatter, roi-align, extension-cpp, chamfer3d, inline-square, knn-cuda)
 #   bash .gpu-carry/run.sh 2              part 2 (pt-mcc, maskrcnn, pointnet2, graspnet-knn, geotransformer; then the
 #                                         start commit's adoptions of the five that adopted there)
+#   bash .gpu-carry/run.sh 4              part 4 (extension-cpp, graspnet-knn, maskrcnn: their cpu and cuda variants,
+#                                         matrices/gpu-runner-torch211-cpu-cu130.yaml; the cpu one also compared on CPU)
 #   bash .gpu-carry/run.sh 1 --dry-run    any machine, no GPU: installs the wheels, checks every path, input file,
 #                                         import and command, and runs `publisher check` on each adopted copy
 #
@@ -69,7 +71,11 @@ PARTS = {
     # after the fixes part 1 and 2 called for: the projects they touch, torch-scatter without its original
     # (468 s to build; compared op by op with its original on the CPU machine instead)
     "3": ["torch-scatter", "roi-align", "geotransformer", "maskrcnn"],
+    # CPU + CUDA projects whose setup.py builds without CUDA too (PA108): both variants, each tested, the cpu one
+    # compared with the original on CPU tensors as well
+    "4": ["extension-cpp", "graspnet-knn", "maskrcnn"],
 }
+BOTH = PART == "4"  # the cpu variant too
 NO_ORIGINAL = set(filter(None, os.environ.get("NO_ORIGINAL", "torch-scatter" if PART == "3" else "").split(",")))
 START = {"2": ["inline-square", "graspnet-knn", "pointnet2", "geotransformer", "knn-cuda"]}
 WORKERS = int(os.environ.get("WORKERS", "3"))
@@ -77,7 +83,9 @@ CORES = max(2, (os.cpu_count() or 16) // WORKERS)
 WORK = Path(os.environ.get("WORK", "/tmp/gpu-carry-work")) / f"part{PART}"
 LOGS = WORK / "logs"
 if PART not in PARTS:
-    sys.exit(f"PART is 1, 2 or 3, not {PART!r}")
+    sys.exit(f"PART is 1, 2, 3 or 4, not {PART!r}")
+if BOTH and not FAKE_CPU:
+    MATRIX, VARIANT = CODE / "matrices" / "gpu-runner-torch211-cpu-cu130.yaml", "*"
 if os.environ.get("ONLY"):  # ONLY=name,name: those projects of the part
     PARTS[PART] = [n for n in PARTS[PART] if n in os.environ["ONLY"].split(",")]
     START[PART] = [n for n in START.get(PART, []) if f"{n}-start" in os.environ["ONLY"].split(",")]
@@ -158,6 +166,8 @@ sys.path.insert(0, sys.argv[1])
 import adopt_equivalence as ae
 project, work, original, adopted, device = sys.argv[2:7]
 built = {"inputs": ae._load_inputs(Path(project) / "inputs.py"), "work": Path(work), "adopted": Path(adopted)}
+if len(sys.argv) > 7:  # the cpu variant, on CPU tensors
+    built["inputs"].DEVICES, built["inputs"].BACKEND = ["cpu"], "cpu"
 original = json.loads(original)
 if original is not None:
     original = {k: Path(v) if k in ("root", "build_dir") else v for k, v in original.items()}
@@ -167,16 +177,20 @@ print("ROWS " + json.dumps(rows))
 """
 
 
-def compare(name, project, work, original, device):
-    """Every op of both builds on the same inputs, in a process of its own (a crash there is this project's row)."""
+def compare(name, project, work, original, device, cpu_variant=False):
+    """Every op of both builds on the same inputs, in a process of its own (a crash there is this project's row);
+    `cpu_variant`: the adopted cpu variant, on CPU tensors."""
+    tag = f"{name}{'.cpu' if cpu_variant else ''}"
     rc, seconds = run([PY, "-c", COMPARE, CODE / "scripts", project, work, json.dumps(original, default=str),
-                       work / "adopted", device],
-                      f"{name}.compare.log", timeout=150, stdout=LOGS / f"{name}.compare.out")
-    text = (LOGS / f"{name}.compare.out").read_text(errors="replace") if (LOGS / f"{name}.compare.out").is_file() else ""
+                       work / "adopted", device, *(["cpu-variant"] if cpu_variant else [])],
+                      f"{tag}.compare.log", timeout=150, stdout=LOGS / f"{tag}.compare.out")
+    text = (LOGS / f"{tag}.compare.out").read_text(errors="replace") if (LOGS / f"{tag}.compare.out").is_file() else ""
     rows = next((json.loads(line[5:]) for line in text.splitlines() if line.startswith("ROWS ")), None)
     if rows is None:
-        tail = (LOGS / f"{name}.compare.log").read_text(errors="replace").strip().splitlines()[-3:]
+        tail = (LOGS / f"{tag}.compare.log").read_text(errors="replace").strip().splitlines()[-3:]
         return [{"op": "-", "result": f"error: the comparison ended with exit {rc}: {' | '.join(tail)}"[:400]}]
+    if cpu_variant:
+        rows = [{**r, "op": f"{r.get('op')} (cpu variant)"} for r in rows]
     return rows
 
 
@@ -227,6 +241,8 @@ def project_row(name, arch, device):
         row["equivalence"] = [{"op": "-", "result": f"not compared: the original {row['original']}"}]
         return row
     row["equivalence"] = compare(name, project, work, original, device)
+    if BOTH:
+        row["equivalence"] += compare(name, project, work, original, device, cpu_variant=True)
     return row
 
 
