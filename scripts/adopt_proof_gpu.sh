@@ -277,8 +277,8 @@ def dry_run():
     problems = []
     for tool in ("nvcc", "ninja"):
         say(f"{tool}: {shutil.which(tool) or 'NOT ON PATH (the GPU machine has it)'}")
-    for path in (CODE / "publisher", CODE / "scripts" / "adopt_equivalence.py", MATRIX, CODE_START / "publisher",
-                 CODE_START / "matrices" / MATRIX.name):
+    starts = (CODE_START / "publisher", CODE_START / "matrices" / MATRIX.name) if START.get(PART) else ()
+    for path in (CODE / "publisher", CODE / "scripts" / "adopt_equivalence.py", MATRIX, *starts):
         if not path.exists():
             problems.append(f"missing {path}")
     for module in ("kernels", "huggingface_hub", "tomlkit", "kernel_abi_check", "expecttest", "pytest", "torch"):

@@ -79,6 +79,9 @@ setup(name="twice", ext_modules=[extension("twice._C", sources, define_macros=ma
 
 PYBIND_VISION = """\
 #include <torch/extension.h>
+#ifdef WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 at::Tensor twice_cpu(const at::Tensor& x);
 #ifdef WITH_CUDA
@@ -184,6 +187,19 @@ def test_a_script_without_the_same_build_without_cuda_stays_cuda_only(tmp_path, 
     assert report["backends"] == ["cuda"]
     assert not [f for f in report["findings"] if f["code"] == "PA108"]
     assert list(_build_toml(root)["kernel"]) == ["twice"]
+
+
+def test_a_build_without_cuda_that_includes_a_cuda_header_is_no_cpu_backend(tmp_path):
+    # an extension-cpp fork whose .cpp files include cuda_runtime.h: its CppExtension cannot compile without CUDA
+    root = _tutorial(tmp_path / "libmath")
+    cpp = root / "libmath/csrc/ops.cpp"
+    cpp.write_text(cpp.read_text().replace("#include <torch/library.h>\n", "#include <torch/library.h>\n"
+                                           "#include <cuda_runtime.h>\n", 1))
+    done = run_cli("adopt", str(root), "--force", "--json")
+    assert done.returncode == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["backends"] == ["cuda"] and not [f for f in report["findings"] if f["code"] == "PA108"]
+    assert any("libmath/csrc/ops.cpp:4 includes <cuda_runtime.h>" in note for note in report["notes"]), report["notes"]
 
 
 def test_the_recorder_answers_a_machine_without_cuda_as_one(tmp_path):
