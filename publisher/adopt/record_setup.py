@@ -183,7 +183,7 @@ def _install_recorders():
         records["torch"] = f"unavailable ({type(err).__name__}: {err})"
         torch = types.ModuleType("torch")
         torch.__version__ = "0.0.0"
-        torch.version = types.SimpleNamespace(cuda=CUDA["version"], hip=None)
+        torch.version = types.SimpleNamespace(cuda=None if CUDA["absent"] else CUDA["version"], hip=None)
         torch.cuda = types.SimpleNamespace(is_available=(lambda: False) if CUDA["absent"] else (lambda: True))
         torch.utils = types.ModuleType("torch.utils")
         cpp_extension = types.ModuleType("torch.utils.cpp_extension")
