@@ -20,3 +20,16 @@ def test_undeclared_imports_of_collected_tests_and_their_helpers_are_named_not_t
     })
     named = {f.message.split("`")[1] for f in check_test_imports(root, "k", [], ["cpu"]) if f.code == "PB409"}
     assert named == {"torch_harmonics", "scipy"}
+
+
+def test_a_module_of_torch_that_needs_what_torch_does_not_install_is_named_with_what_it_needs(tmp_path):
+    # PyTorch's extension tutorial tests import torch.testing._internal, which imports expecttest
+    test = ("import torch\nfrom torch.testing._internal.common_utils import TestCase\n\n\n"
+            "class TestOps(TestCase):\n    def test_add(self):\n        pass\n")
+    root = write(tmp_path / "k", {"tests/test_ops.py": test})
+    (found,) = [f for f in check_test_imports(root, "k", [], ["cpu"]) if f.code == "PB409"]
+    assert "`torch.testing._internal.common_utils`, which imports `expecttest`" in found.message and found.line == 2
+    assert 'test-depends = ["expecttest"]' in found.hint
+    # declared: nothing to say
+    (root / "publisher.toml").write_text('test-depends = ["expecttest"]\n')
+    assert not [f for f in check_test_imports(root, "k", [], ["cpu"]) if f.code == "PB409"]

@@ -26,7 +26,9 @@ _HIDDEN = re.compile(r"^#ifndef Py_LIMITED_API  // " + re.escape(MARKER) + r"[^\
                      + re.escape(GUARD_END) + r"[^\n]*\n?", re.S | re.M)
 _PYBIND_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](torch/extension\.h|torch/python\.h|pybind11/[^>"]*)[>"][^\n]*\n?',
                              re.M)
-_PY_ALIAS = re.compile(r"^[ \t]*namespace\s+\w+\s*=\s*(?:::)?pybind11\s*;[^\n]*\n?", re.M)
+# `namespace py = pybind11;` and `using namespace pybind11::literals;` (for "name"_a): pybind11 only, guarded with it
+_PY_ALIAS = re.compile(r"^[ \t]*(?:namespace\s+\w+\s*=\s*(?:::)?pybind11|using\s+namespace\s+(?:::)?(?:pybind11|py)"
+                       r"(?:::literals)?)\s*;[^\n]*\n?", re.M)
 _PY_USE = re.compile(r"\b(?:py|pybind11)::\w+")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
 
@@ -436,6 +438,8 @@ def _kernel(op: Op) -> str:
         body = f"{call};"
     elif r.kind == "scalar" and r.via:
         body = f"return static_cast<{r.via}>({call});"
+    elif r.kind == "tuple" and r.via:  # a std::pair: the dispatcher returns tuples
+        body = f"auto result = {call}; return std::make_tuple(result.first, result.second);"
     elif r.kind == "list" and r.inner[0].needs_shim:
         body = f"auto result = {call}; return std::vector<{r.inner[0].via}>(result.begin(), result.end());"
     else:
@@ -446,7 +450,8 @@ def _kernel(op: Op) -> str:
 
 def guard_includes(text: str) -> str:
     """pybind11 headers (and torch/extension.h, which includes them) only where pybind11 compiles:
-    consecutive include lines are guarded together; `namespace py = pybind11;` likewise."""
+    consecutive include lines are guarded together; `namespace py = pybind11;` and `using namespace
+    pybind11::literals;` likewise."""
     current = text
     masked = cpp.mask(current)
     spans: list[tuple[int, int]] = []

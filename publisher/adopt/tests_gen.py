@@ -19,6 +19,7 @@ matched a reference) so that a verdict resting on these tests says so."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from publisher.adopt import inputs
@@ -62,6 +63,9 @@ def _argument(arg: OpArg, tensors: dict[str, inputs.Concrete], scalars: dict[str
         return "[torch.randn(8, 64, device=DEVICE)]"
     if arg.name in scalars and c.kind == "scalar":
         return repr(scalars[arg.name])
+    facts = inputs.facts()
+    if c.kind == "scalar" and c.schema == "int" and re.match(facts["dim_names"], arg.name):
+        return repr(facts["dim_value"])  # a dimension of the tensors: the last, which each has
     return _GUESS.get(c.schema, "None")
 
 

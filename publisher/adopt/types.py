@@ -28,7 +28,7 @@ class CType:
     schema: str  # the schema spelling (no alias annotation)
     mutable: bool = False  # a non-const lvalue reference (tensors only)
     const_ref: bool = False  # taken as `const T&`
-    via: str | None = None  # scalars the dispatcher refuses: the C++ type a shim takes
+    via: str | None = None  # scalars the dispatcher refuses: the C++ type a shim takes (a pair: std::tuple)
     inner: tuple[CType, ...] = ()
 
     @property
@@ -126,11 +126,13 @@ def _core(core: str) -> CType:
             if inner.kind == "tensor" and name in ("c10::List", "at::List"):
                 raise Unsupported(f"`{core}`")
             return CType("list", core, f"{inner.schema}[]", inner=(inner,))
-        if name in facts["tuple"]:
+        pair = name in facts.get("pair", ()) and len(args) == 2
+        if name in facts["tuple"] or pair:
             inner = tuple(_core(a) for a in args)
             if any(i.kind in ("tuple", "void") for i in inner):
                 raise Unsupported(f"`{core}`: a nested tuple")
-            return CType("tuple", core, "(" + ", ".join(i.schema for i in inner) + ")", inner=inner)
+            return CType("tuple", core, "(" + ", ".join(i.schema for i in inner) + ")", inner=inner,
+                         via="std::tuple" if pair else None)
     raise Unsupported(f"`{core}` has no op schema type")
 
 

@@ -21,6 +21,7 @@ from publisher.testing.test_depends import (
     DECLARE_HINT,
     always_present,
     declared_test_depends,
+    needed_by,
     provided_modules,
     pypi_name,
 )
@@ -36,17 +37,17 @@ def collected(name: str) -> bool:
 
 
 def _imports(tree: ast.Module) -> list[tuple[str, int]]:
-    """(top-level module, line) of every absolute import that runs when the test module is
-    collected: at module or class level, outside `try` (an optional import) and functions
-    (which import only when that test runs, and say so then)."""
+    """(module, line) of every absolute import that runs when the test module is collected: at
+    module or class level, outside `try` (an optional import) and functions (which import only
+    when that test runs, and say so then). The module's full dotted name."""
     found: list[tuple[str, int]] = []
 
     def visit(body: list[ast.stmt]) -> None:
         for node in body:
             if isinstance(node, ast.Import):
-                found.extend((alias.name.split(".")[0], node.lineno) for alias in node.names)
+                found.extend((alias.name, node.lineno) for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                found.append((node.module.split(".")[0], node.lineno))
+                found.append((node.module, node.lineno))
             elif isinstance(node, ast.ClassDef):
                 visit(node.body)
             elif isinstance(node, ast.If) and not _type_checking(node.test):
@@ -84,6 +85,7 @@ def check_test_imports(root: Path, python_name: str, python_depends: list[str], 
     known = (set(sys.stdlib_module_names) | _HARNESS | _local_modules(tests, files) | declared
              | {python_name, f"{python_name}_ops"})
     first: dict[str, tuple[Path, int]] = {}
+    through: dict[str, tuple[Path, int, str]] = {}  # a module an import needs (torch.testing._internal: expecttest)
     by_stem = {p.stem: p for p in files}
     pending = [p for p in files if collected(p.name)]  # what pytest collects, and the modules it imports
     read: set[Path] = set(pending)
@@ -93,15 +95,25 @@ def check_test_imports(root: Path, python_name: str, python_depends: list[str], 
             tree = ast.parse(path.read_text(errors="replace"), filename=str(path))
         except (OSError, SyntaxError, ValueError):
             continue
-        for module, line in _imports(tree):
+        for dotted, line in _imports(tree):
+            module = dotted.split(".")[0]
             if module in by_stem and by_stem[module] not in read:
                 read.add(by_stem[module])
                 pending.append(by_stem[module])
+            needed = needed_by(dotted)
+            if needed and needed not in known and not always_present(needed):
+                through.setdefault(needed, (path, line, dotted))
             if module in known or module.startswith("_") or always_present(module):
                 continue
             first.setdefault(module, (path, line))
-    return [
+    found = [
         finding("PB409", f"the tests import `{module}`, which nothing declares: where it is not installed they "
                 f"cannot be collected", file=str(path), line=line, hint=DECLARE_HINT.format(req=pypi_name(module)))
         for module, (path, line) in sorted(first.items())
+    ]
+    return found + [
+        finding("PB409", f"the tests import `{dotted}`, which imports `{module}`: its package does not install it, "
+                "and nothing declares it: where it is not installed they cannot be collected", file=str(path),
+                line=line, hint=DECLARE_HINT.format(req=pypi_name(module)))
+        for module, (path, line, dotted) in sorted(through.items()) if module not in first
     ]

@@ -158,6 +158,14 @@ def always_present(module: str) -> bool:
     return top in _data()["present"] or implicit_requirement(top) is not None
 
 
+def needed_by(module: str) -> str | None:
+    """The module importing `module` (a dotted name) needs that its package does not install, or None."""
+    for prefix, needed in (_data().get("needs") or {}).items():
+        if module == prefix or module.startswith(prefix + "."):
+            return str(needed)
+    return None
+
+
 def pypi_name(module: str) -> str:
     """The PyPI project that most likely provides top-level `module`."""
     top = module.split(".")[0]
