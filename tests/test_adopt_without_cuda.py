@@ -227,7 +227,7 @@ def test_the_cpu_variant_of_the_tutorial_form_builds_and_its_tests_pass(tmp_path
     built = run_cli("build", str(root), "--local", "--json", timeout=1200)
     assert built.returncode == 0, built.output
     (entry,) = json.loads(built.stdout)["variants"]
-    assert "-cpu-" in entry["name"] and entry["state"] == "built", entry
+    assert "-cpu-" in entry["variant"] and entry["state"] == "built", entry
     tested = run_cli("test", str(root), "--json", timeout=1200)
     result = json.loads(tested.stdout)
     assert tested.returncode == 0, result
