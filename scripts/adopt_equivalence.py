@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Does an adopted kernel compute what the original extension computed? For
-each project of a carry folder, on one machine: build the ORIGINAL extension
+each project of a bundle folder, on one machine: build the ORIGINAL extension
 its own way (its setup.py: `python setup.py build_ext --inplace`; or the
 project's own torch.utils.cpp_extension.load() call), build the ADOPTED
 project with `publisher build --local`, call each op of both on the same
@@ -8,10 +8,10 @@ random inputs, and print a table of max abs / max rel differences of every
 output and of every tensor argument after the call (ops that write into
 their arguments are compared on those).
 
-    python3 scripts/adopt_equivalence.py prepare --carry DIR NAME=ORIGINAL:ADOPTED[:INPUTS.py] ...
+    python3 scripts/adopt_equivalence.py prepare --bundle DIR NAME=ORIGINAL:ADOPTED[:INPUTS.py] ...
         fill DIR (here, with PyPI): projects/<NAME>/{original,adopted,inputs.py} and whl/ (the wheels
         the GPU machine lacks, for --python-version)
-    python3 scripts/adopt_equivalence.py run --carry DIR [--only NAME ...] [--device cuda|cpu]
+    python3 scripts/adopt_equivalence.py run --bundle DIR [--only NAME ...] [--device cuda|cpu]
             [--jobs N] [--arch native|as-written] [--budget SECONDS]
         on the machine that runs the kernels (no network needed): builds every project (N at a time),
         compares, prints the table, writes $OUT/adopt-equivalence.json (and the build logs) when OUT is
@@ -60,15 +60,15 @@ WHEELS = ("kernels==0.17.2", "tomlkit==0.15.2", "kernel-abi-check", "wheel", "pa
 # --- prepare (here) ---------------------------------------------------------------------------------
 
 def prepare(args) -> int:
-    carry = Path(args.carry)
-    (carry / "projects").mkdir(parents=True, exist_ok=True)
+    bundle = Path(args.bundle)
+    (bundle / "projects").mkdir(parents=True, exist_ok=True)
     for spec in args.pairs:
         name, _, paths = spec.partition("=")
         parts = paths.split(":")
         if not name or len(parts) < 2:
             print(f"bad pair {spec!r}: NAME=ORIGINAL:ADOPTED[:INPUTS.py]", file=sys.stderr)
             return 2
-        dest = carry / "projects" / name
+        dest = bundle / "projects" / name
         shutil.rmtree(dest, ignore_errors=True)
         ignore = shutil.ignore_patterns(".git", "build", "__pycache__", "*.so", "*.egg-info", "dist", "*.png", "*.jpg", "*.gif", "*.mp4")
         shutil.copytree(parts[0], dest / "original", ignore=ignore)
@@ -76,14 +76,14 @@ def prepare(args) -> int:
         if len(parts) > 2:
             shutil.copy(parts[2], dest / "inputs.py")
         print(f"{name}: {parts[0]} / {parts[1]}")
-    whl = carry / "whl"
+    whl = bundle / "whl"
     whl.mkdir(exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
            "--python-version", args.python_version, "--implementation", "cp",
            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
            "--platform", "manylinux2014_x86_64", "-d", str(whl), *WHEELS]
     subprocess.run(cmd, check=True)
-    print(f"carry folder ready: {carry} ({_size(carry) / 1e6:.1f} MB)")
+    print(f"bundle folder ready: {bundle} ({_size(bundle) / 1e6:.1f} MB)")
     return 0
 
 
@@ -94,11 +94,11 @@ def _size(path: Path) -> int:
 # --- run (on the machine with the device) ------------------------------------------------------------
 
 def run(args) -> int:
-    carry = Path(args.carry).resolve()
+    bundle = Path(args.bundle).resolve()
     sys.path.insert(0, str(ROOT))
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
     started = time.monotonic()
-    _install_wheels(carry)
+    _install_wheels(bundle)
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -109,7 +109,7 @@ def run(args) -> int:
     print(f"torch {torch.__version__} (CUDA {torch.version.cuda}), device {device}"
           + (f": {torch.cuda.get_device_name()}, builds for {arch or 'what each project names'}"
              if device == "cuda" else ""), flush=True)
-    projects = sorted(p for p in (carry / "projects").iterdir() if p.is_dir())
+    projects = sorted(p for p in (bundle / "projects").iterdir() if p.is_dir())
     if args.only:
         projects = [p for p in projects if p.name in args.only]
     work = Path(tempfile.mkdtemp(prefix="adopt-equivalence-"))
@@ -139,8 +139,8 @@ def run(args) -> int:
     return 0 if rows and all(r["result"] in ("identical", "close") for r in rows) else 1
 
 
-def _install_wheels(carry: Path) -> Path | None:
-    wheels = sorted((carry / "whl").glob("*.whl")) if (carry / "whl").is_dir() else []
+def _install_wheels(bundle: Path) -> Path | None:
+    wheels = sorted((bundle / "whl").glob("*.whl")) if (bundle / "whl").is_dir() else []
     if not wheels:
         return None
     site = Path(tempfile.mkdtemp(prefix="adopt-equivalence-site-"))
@@ -417,12 +417,12 @@ def _print_table(rows: list[dict]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("prepare", help="fill a carry folder (here)")
-    p.add_argument("--carry", required=True)
+    p = sub.add_parser("prepare", help="fill a bundle folder (here)")
+    p.add_argument("--bundle", required=True)
     p.add_argument("--python-version", default="3.12", help="the GPU machine's Python (for the wheels)")
     p.add_argument("pairs", nargs="+", metavar="NAME=ORIGINAL:ADOPTED[:INPUTS.py]")
     r = sub.add_parser("run", help="build both, compare, print the table (on the device machine)")
-    r.add_argument("--carry", required=True)
+    r.add_argument("--bundle", required=True)
     r.add_argument("--only", nargs="*")
     r.add_argument("--device", choices=["cuda", "cpu"])
     r.add_argument("--jobs", type=int, default=3, help="projects built at once (the cores are shared among them)")

@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # Developer script: proof of `publisher adopt` on real extension projects, on the GPU machine.
-# It runs from a carry folder (copied there as .gpu-carry/run.sh) that holds, per project,
+# It runs from a bundle folder (copied there as .adopt-bundle/run.sh) that holds, per project,
 # projects/NAME/{original,adopted,inputs.py} (the project as published, its adoption made on the CPU
 # machine, scripts/adopt_equivalence.py's inputs), code/ (a `git archive` of publisher/, scripts/,
 # matrices/ at the commit under test), code-start/ and projects/NAME/start-adopted (the same at the
 # commit compared with), and whl/ (the wheels the GPU machine lacks). BENCHMARKS.md lists the projects.
 # From the repository root:
 #
-#   bash .gpu-carry/run.sh 1              part 1 (torch-scatter, roi-align, extension-cpp, chamfer3d, inline-square, knn-cuda)
-#   bash .gpu-carry/run.sh 2              part 2 (pt-mcc, maskrcnn, pointnet2, graspnet-knn, geotransformer; then the
+#   bash .adopt-bundle/run.sh 1              part 1 (torch-scatter, roi-align, extension-cpp, chamfer3d, inline-square, knn-cuda)
+#   bash .adopt-bundle/run.sh 2              part 2 (pt-mcc, maskrcnn, pointnet2, graspnet-knn, geotransformer; then the
 #                                         start commit's adoptions of the five that adopted there)
-#   bash .gpu-carry/run.sh 4              part 4 (extension-cpp, graspnet-knn, maskrcnn: their cpu and cuda variants,
+#   bash .adopt-bundle/run.sh 4              part 4 (extension-cpp, graspnet-knn, maskrcnn: their cpu and cuda variants,
 #                                         matrices/gpu-runner-torch211-cpu-cu130.yaml; the cpu one also compared on CPU)
-#   bash .gpu-carry/run.sh 1 --dry-run    any machine, no GPU: installs the wheels, checks every path, input file,
+#   bash .adopt-bundle/run.sh 1 --dry-run    any machine, no GPU: installs the wheels, checks every path, input file,
 #                                         import and command, and runs `publisher check` on each adopted copy
 #
 # Each part ends within BUDGET seconds (default 500, the wheel install and the files written after it aside):
 # what would start past it is a row that says so. For each project of the part (adopted on the CPU machine with
-# the final code of branch validate-33, which .gpu-carry/code holds):
+# the final code of branch validate-33, which .adopt-bundle/code holds):
 #   1. `publisher build --local --matrix matrices/gpu-runner-torch211-cu130.yaml`, for this GPU's capability only,
 #      beside the ORIGINAL built its own way (its setup.py or its load() call; scripts/adopt_equivalence.py)
 #   2. `publisher test --json`
@@ -25,21 +25,21 @@
 #      max abs difference of every output and every argument written to; where the original no longer builds
 #      (THC), the project's REFERENCE instead
 # Part 2 then builds and tests the start commit's (a54bb99) adoption of the five projects it adopted, with its
-# own code (.gpu-carry/code-start), for the verdict before.
+# own code (.adopt-bundle/code-start), for the verdict before.
 # $OUT gets part<P>.json (every result), part<P>-logs.zip (every log) and part<P>.txt (the table, printed last).
 set -uo pipefail
-PART="${1:?usage: bash .gpu-carry/run.sh 1|2 [--dry-run]}"
+PART="${1:?usage: bash .adopt-bundle/run.sh 1|2 [--dry-run]}"
 MODE="${2:-run}"
-CARRY="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BUNDLE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY="${PY:-python3}"
-OUT="${OUT:-/tmp/gpu-carry-out}"
-SITE="${SITE:-/tmp/gpu-carry-site}"
+OUT="${OUT:-/tmp/adopt-proof-out}"
+SITE="${SITE:-/tmp/adopt-proof-site}"
 mkdir -p "$OUT"
 rm -rf "$SITE"
-"$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$CARRY"/whl/*.whl \
-  || { echo "the wheels of $CARRY/whl did not install"; exit 1; }
+"$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$BUNDLE"/whl/*.whl \
+  || { echo "the wheels of $BUNDLE/whl did not install"; exit 1; }
 export PYTHONPATH="$SITE" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
-exec "$PY" - "$PART" "$MODE" "$CARRY" "$OUT" <<'PY'
+exec "$PY" - "$PART" "$MODE" "$BUNDLE" "$OUT" <<'PY'
 import importlib.util
 import json
 import os
@@ -54,11 +54,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 STARTED = time.monotonic()
-PART, MODE, CARRY, OUT = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
+PART, MODE, BUNDLE, OUT = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
 DRY = MODE == "--dry-run"
 BUDGET = float(os.environ.get("BUDGET", "500"))
 DEADLINE = STARTED + BUDGET
-CODE, CODE_START = CARRY / "code", CARRY / "code-start"
+CODE, CODE_START = BUNDLE / "code", BUNDLE / "code-start"
 # FAKE_CPU=1 (a rehearsal of the whole flow on a machine without a GPU): the cpu variants, compared on the CPU
 FAKE_CPU = os.environ.get("FAKE_CPU") == "1"
 MATRIX = CODE / "matrices" / ("cpu-2.13.yaml" if FAKE_CPU else "gpu-runner-torch211-cu130.yaml")
@@ -80,7 +80,7 @@ NO_ORIGINAL = set(filter(None, os.environ.get("NO_ORIGINAL", "torch-scatter" if 
 START = {"2": ["inline-square", "graspnet-knn", "pointnet2", "geotransformer", "knn-cuda"]}
 WORKERS = int(os.environ.get("WORKERS", "3"))
 CORES = max(2, (os.cpu_count() or 16) // WORKERS)
-WORK = Path(os.environ.get("WORK", "/tmp/gpu-carry-work")) / f"part{PART}"
+WORK = Path(os.environ.get("WORK", "/tmp/adopt-proof-work")) / f"part{PART}"
 LOGS = WORK / "logs"
 if PART not in PARTS:
     sys.exit(f"PART is 1, 2, 3 or 4, not {PART!r}")
@@ -206,7 +206,7 @@ def original_build(name, project, work, inputs, env):
 
 
 def project_row(name, arch, device):
-    project = CARRY / "projects" / name
+    project = BUNDLE / "projects" / name
     row = {"project": name}
     if left(60) <= 0:
         row["skipped"] = "the part's time budget was spent before it started"
@@ -249,7 +249,7 @@ def project_row(name, arch, device):
 def start_row(name, arch):
     """The start commit's adoption, built and tested with the start commit's code: the verdict before."""
     row = {"project": f"{name} (start)"}
-    adopted = CARRY / "projects" / name / "start-adopted"
+    adopted = BUNDLE / "projects" / name / "start-adopted"
     if left(60) <= 0:
         row["skipped"] = "the part's time budget was spent before it started"
         return row
@@ -291,7 +291,7 @@ def dry_run():
             problems.append(f"cannot import {module}")
     names = PARTS[PART] + START.get(PART, [])
     for name in PARTS[PART]:
-        project = CARRY / "projects" / name
+        project = BUNDLE / "projects" / name
         for need in ("adopted/build.toml", "original", "inputs.py"):
             if not (project / need).exists():
                 problems.append(f"{name}: missing {need}")
@@ -304,13 +304,13 @@ def dry_run():
             if list((project / "adopted").glob(built)):
                 problems.append(f"{name}: adopted/{built} travelled")
     for name in START.get(PART, []):
-        if not (CARRY / "projects" / name / "start-adopted" / "build.toml").is_file():
+        if not (BUNDLE / "projects" / name / "start-adopted" / "build.toml").is_file():
             problems.append(f"{name}: missing start-adopted/build.toml")
     for name, code, sub in [(n, CODE, "adopted") for n in PARTS[PART]] + \
                            [(n, CODE_START, "start-adopted") for n in START.get(PART, [])]:
         work = WORK / f"check-{name}-{sub}"
         shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(CARRY / "projects" / name / sub, work)
+        shutil.copytree(BUNDLE / "projects" / name / sub, work)
         narrow(work / "build.toml", "9.0")
         rc, _ = run([PY, "-m", "publisher", "check", work], f"{name}.{sub}.check.log", code=code, timeout=120)
         rc2, _ = run([PY, "-m", "publisher", "matrix", work, "--matrix", code / "matrices" / MATRIX.name],

@@ -1,12 +1,12 @@
 """On a GPU machine, in one call: `publisher bench` on a variant already built
 elsewhere (nothing is built here), as a remote job runs it (`--json`), then
-the table. Uses what `scripts/gpu_test.sh prepare` leaves in .device-carry/
+the table. Uses what `scripts/gpu_test.sh prepare` leaves in .gpu-bundle/
 on the CPU machine: the GPU runner's variant of kernel_projects/rmsnorm
 (build/<variant>/), the project's path, and the wheels the GPU machine lacks.
 
     # on the CPU machine, once:   bash scripts/gpu_test.sh prepare
     # on the GPU machine:         python3 scripts/device_bench.py [publisher bench options...]
-    #   (device tool: run(command="python3 scripts/device_bench.py", carry=[".device-carry"]))
+    #   (with .gpu-bundle/ copied beside the repository on the GPU machine: python3 scripts/device_bench.py)
 
 Into $OUT (default /tmp/device-bench-out): bench.json (the --json answer),
 bench.txt (the table), the device's results file and plot
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CARRY = ROOT / ".device-carry"
+BUNDLE = ROOT / ".gpu-bundle"
 SITE = Path(os.environ.get("SITE", "/tmp/publisher-site"))
 
 
@@ -36,12 +36,12 @@ def fail(message: str) -> int:
 def main(argv: list[str]) -> int:
     out = Path(os.environ.get("OUT") or "/tmp/device-bench-out")
     out.mkdir(parents=True, exist_ok=True)
-    build = CARRY / "build"
-    if not (CARRY / "project").is_file() or not build.is_dir() or not any(build.glob("*/metadata.json")):
-        return fail(f"{CARRY} holds no built variant: run `bash scripts/gpu_test.sh prepare` on the CPU machine first, "
-                    "and carry .device-carry to this one")
-    project = ROOT / (CARRY / "project").read_text().strip()
-    wheels = sorted((CARRY / "whl").glob("*.whl"))
+    build = BUNDLE / "build"
+    if not (BUNDLE / "project").is_file() or not build.is_dir() or not any(build.glob("*/metadata.json")):
+        return fail(f"{BUNDLE} holds no built variant: run `bash scripts/gpu_test.sh prepare` on the CPU machine first, "
+                    "and copy .gpu-bundle/ to this one")
+    project = ROOT / (BUNDLE / "project").read_text().strip()
+    wheels = sorted((BUNDLE / "whl").glob("*.whl"))
     if wheels:  # the kernels client (and tomlkit), which the GPU machine's Python lacks
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                         "--no-cache-dir", "--upgrade", "--target", str(SITE), *map(str, wheels)], check=True)

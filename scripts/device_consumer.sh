@@ -8,7 +8,7 @@
 # process with no token: `covered` must load with its ops registered (exit 0), `uncovered` must be
 # published but refused by kernels' arch check (exit 4, PP401, kernels' own message) -- never a
 # silent success. The card's python block is then run as a consumer against `covered`.
-# Carry $WHL (publisher's dependencies as wheels for the machine's Python). PREBUILT=DIR takes the two
+# Needs $WHL copied there (publisher's dependencies as wheels for the machine's Python). PREBUILT=DIR takes the two
 # projects, built, from DIR/covered and DIR/uncovered instead of building them here: a machine whose C
 # library is newer than manylinux_2_28 builds variants push refuses (PP103), as it should.
 set -uo pipefail
@@ -38,13 +38,8 @@ doc["kernel"]["rmsnorm_cuda"]["cuda-capabilities"] = ["8.0"]
 open(path, "w").write(tomlkit.dumps(doc))
 PY
 fi
-token="hf_$(python3 -c 'import secrets,string; print("".join(secrets.choice(string.ascii_letters) for _ in range(34)))')"
-publisher hub-server --port 0 --data-dir "$work/hub" --token "$token" --jobs-executor process >"$work/server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-for _ in $(seq 50); do grep -o 'http://127.0.0.1:[0-9]*' "$work/server.log" >/dev/null 2>&1 && break; sleep 0.2; done
-url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/server.log" | head -1)
-export HF_ENDPOINT=$url HF_TOKEN=$token HF_HUB_DISABLE_XET=1
+. "$(dirname "${BASH_SOURCE[0]}")/hub_server.sh"
+start_hub_server "$work" || exit 1
 nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 for name in covered uncovered; do
   echo "== $name"
@@ -64,7 +59,7 @@ for name in covered uncovered; do
 done
 # the card's python block, run as a consumer would: fresh process, fresh cache, no token
 card="$work/card.md"
-python3 - "$url" "$card" <<'PY'
+python3 - "$HF_ENDPOINT" "$card" <<'PY'
 import sys
 from huggingface_hub import hf_hub_download
 path = hf_hub_download("gpu-org/rmsnorm-covered", "README.md", repo_type="kernel", endpoint=sys.argv[1])

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Developer script, for the GPU machine (one call of the device tool): prove `publisher test --on
+# Developer script, run on the GPU machine: prove `publisher test --on
 # hf-jobs:FLAVOUR` on real hardware. `publisher hub-server` answers the Jobs API with the process
 # executor (the job runs on this machine, its GPU visible), the example rmsnorm is built here for the
 # machine's torch (matrix $MATRIX), then tested: its cpu variant here with the GPU hidden, its CUDA
 # variant in a job on flavour h200 (the H100 stands in); the card lines the report gives are printed;
 # then `publisher bench` of the CUDA variant here and in a job, and the card section of both.
-# Carry .whl (publisher's dependencies as wheels) and $MATRIX.
+# Needs .whl/ (publisher's dependencies as wheels) and $MATRIX copied there.
 set -euo pipefail
-MATRIX=${MATRIX:-.device-carry/gpu-box.yaml}
+MATRIX=${MATRIX:-.gpu-bundle/gpu-box.yaml}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
@@ -15,13 +15,8 @@ export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-deps --no-build-isolation --no-index . 2>&1 | tail -2
 work=$(mktemp -d)
 cp -r kernel_projects/rmsnorm "$work/rmsnorm" && rm -rf "$work/rmsnorm/build"
-token="hf_$(python3 -c 'import secrets,string; print("".join(secrets.choice(string.ascii_letters) for _ in range(34)))')"
-publisher hub-server --port 0 --data-dir "$work/hub" --token "$token" --jobs-executor process >"$work/server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-for _ in $(seq 50); do grep -o 'http://127.0.0.1:[0-9]*' "$work/server.log" >/dev/null 2>&1 && break; sleep 0.2; done
-url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/server.log" | head -1)
-export HF_ENDPOINT=$url HF_TOKEN=$token HF_HUB_DISABLE_XET=1
+. "$(dirname "${BASH_SOURCE[0]}")/hub_server.sh"
+start_hub_server "$work" || exit 1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 time publisher build "$work/rmsnorm" --matrix "$MATRIX" 2>&1 | tail -4
 set +e

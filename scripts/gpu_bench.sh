@@ -4,11 +4,11 @@
 #
 #   scripts/gpu_bench.sh [BUILD_DIR] [study.py args...]
 #
-# BUILD_DIR defaults to kernel_projects/rmsnorm/build (carry it to the device).
+# BUILD_DIR defaults to kernel_projects/rmsnorm/build (copy it to the GPU machine).
 # Wheels in .whl/ (the `kernels` client, which the GPU image lacks) are installed
 # first. Logs, results.json and rmsnorm.png go to $OUT (or /tmp/gpu-bench-out).
-# With the device tool: run(command="bash scripts/gpu_bench.sh kernel_projects/rmsnorm/build",
-#                           carry=["kernel_projects/rmsnorm/build", ".whl"]).
+# On the GPU machine, with kernel_projects/rmsnorm/build and .whl/ copied there:
+#   bash scripts/gpu_bench.sh kernel_projects/rmsnorm/build
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 project=$root/kernel_projects/rmsnorm

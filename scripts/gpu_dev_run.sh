@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# One device call while developing the rmsnorm CUDA kernel: build the variant
+# One run on the GPU machine while developing the rmsnorm CUDA kernel: build the variant
 # for this GPU, show registers/spills and the SASS load/store forms, check that
 # a failing op raises (not crashes), then tests + benchmark (gpu_bench.sh).
 #   scripts/gpu_dev_run.sh [study.py args...]
-# With the device tool: run(command="bash scripts/gpu_dev_run.sh", carry=[".whl"]).
+# On the GPU machine, with .whl/ copied there: bash scripts/gpu_dev_run.sh
 # Files under $OUT (8 at most come back): build.log, env.txt, tests.log,
 # bench.log, results.json, rmsnorm.png.
 set -uo pipefail

@@ -3,7 +3,7 @@
 # (torch 2.11 + CUDA 13.0) is built on this (CPU) machine, carried there with
 # the wheels that machine lacks, and tested there with --require-gpu.
 #
-#   scripts/gpu_test.sh [prepare]  build the variant, fill .device-carry/, print the device command
+#   scripts/gpu_test.sh [prepare]  build the variant, fill .gpu-bundle/, print the device command
 #   scripts/gpu_test.sh device     what runs on the GPU machine (from the repository root)
 #   scripts/gpu_test.sh collect DIR  merge the test report the device step returned (in DIR) into
 #                                  this project's build/.publisher/test-report.json, so that
@@ -23,7 +23,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PROJECT="${PROJECT:-kernel_projects/rmsnorm}"
 MATRIX="${MATRIX:-matrices/gpu-runner-torch211-cu130.yaml}"
 VARIANT="${VARIANT:-torch211-cxx11-cu130-x86_64-linux}"
-CARRY=".device-carry"  # ignored by git (.gitignore); named in the device call's `carry`
+BUNDLE=".gpu-bundle"  # ignored by git (.gitignore); copied to the GPU machine with the working tree
 # The GPU machine has torch, pytest, pytest-timeout, huggingface_hub, click, pyyaml,
 # packaging and ninja (device/KINDS.md), huggingface_hub 1.x only; these are missing there.
 WHEELS=("kernels==0.17.2" "tomlkit==0.15.2" "huggingface_hub==2.4.0" "httpx2==2.16.2" "httpcore2==2.16.2"
@@ -36,21 +36,21 @@ prepare() {
   echo "== build $VARIANT of $PROJECT here"
   "$python" -m publisher build "$PROJECT" --matrix "$MATRIX" --variant "$VARIANT"
 
-  echo "== fill $CARRY/"
-  rm -rf "$CARRY"
-  mkdir -p "$CARRY/build" "$CARRY/whl"
-  cp -a "$PROJECT/build/$VARIANT" "$CARRY/build/"
+  echo "== fill $BUNDLE/"
+  rm -rf "$BUNDLE"
+  mkdir -p "$BUNDLE/build" "$BUNDLE/whl"
+  cp -a "$PROJECT/build/$VARIANT" "$BUNDLE/build/"
   "$python" -m pip download --quiet --no-deps --only-binary=:all: \
     --python-version "$DEVICE_PYTHON_VERSION" --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
-    -d "$CARRY/whl" "${WHEELS[@]}"
-  printf '%s\n' "$PROJECT" >"$CARRY/project"
-  du -sh "$CARRY"
+    -d "$BUNDLE/whl" "${WHEELS[@]}"
+  printf '%s\n' "$PROJECT" >"$BUNDLE/project"
+  du -sh "$BUNDLE"
 
   cat <<EOF
 
-== ready. On the GPU machine (device tool: run), from the repository root, with carry [".device-carry"]:
+== ready. On the GPU machine, from the repository root, with .gpu-bundle/ copied there:
   bash scripts/gpu_test.sh device
 The report comes back in \$OUT (test-report.json, gpu-test.json, the test log).
 EOF
@@ -59,16 +59,16 @@ EOF
 device() {
   cd "$ROOT"
   local project
-  project="$(cat "$CARRY/project")"
+  project="$(cat "$BUNDLE/project")"
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "${SITE:-/tmp/publisher-site}" "$CARRY"/whl/*.whl
+    --target "${SITE:-/tmp/publisher-site}" "$BUNDLE"/whl/*.whl
   export PYTHONPATH="${SITE:-/tmp/publisher-site}:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
   export PYTHONUNBUFFERED=1
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   local rc=0 out="${OUT:-/tmp}"
-  python3 -m publisher test "$project" --build-dir "$CARRY/build" --require-gpu --all-tests --json >"$out/gpu-test.json" || rc=$?
+  python3 -m publisher test "$project" --build-dir "$BUNDLE/build" --require-gpu --all-tests --json >"$out/gpu-test.json" || rc=$?
   cat "$out/gpu-test.json"
-  cp "$CARRY/build/.publisher/test-report.json" "$CARRY"/build/.publisher/logs/*.test.log "$out/" || true
+  cp "$BUNDLE/build/.publisher/test-report.json" "$BUNDLE"/build/.publisher/logs/*.test.log "$out/" || true
   echo "publisher test exit code: $rc"
   return "$rc"
 }
@@ -102,7 +102,7 @@ PY
 
 rehearse() {
   cd "$ROOT"
-  [ -d "$CARRY/whl" ] || { echo "run 'scripts/gpu_test.sh prepare' first" >&2; exit 2; }
+  [ -d "$BUNDLE/whl" ] || { echo "run 'scripts/gpu_test.sh prepare' first" >&2; exit 2; }
   # A stand-in for the GPU machine's python3: the variant's torch and the packages
   # KINDS.md lists there (pip included), but not the carried ones.
   local venv="${REHEARSAL_VENV:-$HOME/.cache/publisher/gpu-rehearsal}"
@@ -115,9 +115,9 @@ rehearse() {
   fi
   local scratch rc=0
   scratch="$(mktemp -d)"
-  # What the device tool sends: tracked and untracked-not-ignored files, plus the carry folder.
+  # What reaches the GPU machine: tracked and untracked-not-ignored files, plus the bundle folder.
   git ls-files --cached --others --exclude-standard -z | xargs -0 cp --parents -a -t "$scratch/"
-  cp -a "$CARRY" "$scratch/"
+  cp -a "$BUNDLE" "$scratch/"
   mkdir -p "$scratch/out"
   echo "== rehearsal in $scratch with $venv/bin/python3"
   (cd "$scratch" && PATH="$venv/bin:$PATH" OUT="$scratch/out" SITE="$scratch/site" bash scripts/gpu_test.sh device) || rc=$?

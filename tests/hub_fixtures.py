@@ -31,7 +31,7 @@ from publisher.hub_server.server import HubServer, ServerConfig
 
 __all__ = ["hub", "hub_env", "Hub", "jobs_hub", "JobsHub", "TRUSTED_ORG", "USER"]
 
-TRUSTED_ORG = "publisher-test"  # the org the session's server marks a trusted kernel publisher
+TRUSTED_ORG = "publisher-test"  # the org the test run's server marks a trusted kernel publisher
 USER = ServerConfig().user  # the token's user account: no org overview, as on the Hub
 
 

@@ -45,3 +45,14 @@ def write_local_matrix(path: Path, compute: str | None = None) -> Path:
 @pytest.fixture
 def local_matrix(tmp_path) -> Path:
     return write_local_matrix(tmp_path / "local-matrix.yaml")
+
+
+# PyPI's CUDA torch 2.14.1 (cu130) on x86_64 Linux: a CUDA variant compiled here (nvcc is installed; it need not run)
+CU130_MATRIX = """\
+schema: 1
+torch:
+  - version: "2.14"
+    required: true
+    flavours:
+      - {compute: cu130, platforms: [x86_64-linux], source: pypi, requirement: "torch==2.14.1"}
+"""

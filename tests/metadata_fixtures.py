@@ -1,6 +1,6 @@
-"""Every metadata.json publisher writes during the session is one the kernels
-client reads (imported by conftest.py): when the session ends, each variant
-folder publisher built under the session's temporary folders
+"""Every metadata.json publisher writes during a test run is one the kernels
+client reads (imported by conftest.py): when the run ends, each variant
+folder publisher built under the run's temporary folders
 (`build/<variant>/metadata.json` whose provenance names publisher as its
 builder: local, Docker, remote-job and act builds alike) is parsed with
 `kernels._rust.Metadata`, upstream's own reader, and must carry
@@ -50,5 +50,5 @@ def every_built_metadata_reads_with_kernels(tmp_path_factory):
     yield
     paths = built_metadata(tmp_path_factory.getbasetemp())
     problems = unreadable(paths)
-    assert not problems, f"{len(problems)} of the {len(paths)} metadata.json publisher wrote in this session " \
+    assert not problems, f"{len(problems)} of the {len(paths)} metadata.json publisher wrote in this test run " \
                          "are not what kernels reads:\n" + "\n".join(problems)

@@ -80,7 +80,7 @@ def load_kernel(env: dict, code: str, timeout: float = 180) -> subprocess.Comple
 
 
 def repo_name(kind: str = "scale", owner: str = TRUSTED_ORG) -> str:
-    """A new repo id; by default under the org the session's server marks trusted (the bare get_kernel loads it)."""
+    """A new repo id; by default under the org the test run's server marks trusted (the bare get_kernel loads it)."""
     return f"{owner}/{kind}-{uuid.uuid4().hex[:8]}"
 
 

@@ -20,7 +20,7 @@ from publisher.toolchains.provision import ensure_toolchain
 from adopt_fixtures import write, write_namespaced_pair_project
 from build_fixtures import variant_script
 from cli_helper import run_cli
-from matrix_fixtures import GPU_RUNNER_MATRIX
+from matrix_fixtures import CU130_MATRIX, GPU_RUNNER_MATRIX
 
 pytestmark = pytest.mark.slow
 
@@ -95,16 +95,6 @@ print(json.dumps(ops.clamp_max(x, torch.tensor([1.0])).tolist()))
     out = subprocess.run([toolchain.python, "-c", script], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [1.0, -1.0, 0.5, 1.0]
-
-
-CU130_MATRIX = """\
-schema: 1
-torch:
-  - version: "2.14"
-    required: true
-    flavours:
-      - {compute: cu130, platforms: [x86_64-linux], source: pypi, requirement: "torch==2.14.1"}
-"""
 
 
 def test_a_pair_whose_cpu_source_reopens_namespace_torch_compiles_for_cuda_and_answers_cpu_tensors(tmp_path):

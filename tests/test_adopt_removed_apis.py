@@ -14,6 +14,7 @@ import pytest
 
 from adopt_fixtures import THC_CU, write_thc_project
 from cli_helper import run_cli
+from matrix_fixtures import CU130_MATRIX
 
 
 def test_a_thc_era_extension_is_ported_and_passes_check(tmp_path):
@@ -53,16 +54,6 @@ def test_a_removed_api_without_an_exact_replacement_is_an_error_with_its_fix(tmp
     # the THC state it is given stays declared (it is still used), and is named too
     assert set(left) == {"THCudaBlas_Sgemm", "extern THCState *state;"}
     assert written[left["extern THCState *state;"]["line"] - 1] == "extern THCState *state;"
-
-
-CU130_MATRIX = """\
-schema: 1
-torch:
-  - version: "2.14"
-    required: true
-    flavours:
-      - {compute: cu130, platforms: [x86_64-linux], source: pypi, requirement: "torch==2.14.1"}
-"""
 
 
 @pytest.mark.slow

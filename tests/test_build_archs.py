@@ -64,12 +64,16 @@ def test_the_fatbin_reader_agrees_with_cuobjdump(tmp_path, name):
     assert archs_difference(expected, code) == []
 
 
-def test_a_cuda_variant_declares_exactly_the_code_its_library_carries(tmp_path):
+def _tiny_with(tmp_path, capabilities: str):
+    """The tiny CUDA project with its kernel's `cuda-capabilities = ...` line replaced by `capabilities`."""
     root = write_tiny_project(tmp_path / "tiny")
     toml = root / "build.toml"
-    toml.write_text(toml.read_text()
-                    .replace('cuda-capabilities = ["8.0", "9.0+PTX"]',
-                             'cuda-capabilities = ["7.5", "9.0a", "10.0f", "12.0+PTX"]'))
+    toml.write_text(toml.read_text().replace('cuda-capabilities = ["8.0", "9.0+PTX"]', capabilities))
+    return root
+
+
+def test_a_cuda_variant_declares_exactly_the_code_its_library_carries(tmp_path):
+    root = _tiny_with(tmp_path, 'cuda-capabilities = ["7.5", "9.0a", "10.0f", "12.0+PTX"]')
     built = run_cli("build", str(root), "--variant", VARIANT, "--json", timeout=3000)
     log = root / "build" / ".publisher" / "logs" / f"{VARIANT}.log"
     assert built.returncode == 0, built.output + (log.read_text()[-3000:] if log.is_file() else "")
@@ -87,15 +91,11 @@ def test_a_cuda_variant_declares_exactly_the_code_its_library_carries(tmp_path):
     (variant / "metadata.json").write_text(json.dumps(metadata))
     (refusal,) = [f for f in gate.judge(root / "build", VARIANT, allow_untested=True).findings if f.code == "PP140"]
     assert "the library carries PTX for compute_120 that archs does not declare (as 12.0+PTX)" in refusal.message
-    shutil.rmtree(variant)  # edited on purpose: not one of the session's builds
+    shutil.rmtree(variant)  # edited on purpose: not one of the builds the end of the test run parses
 
 
 def test_a_build_whose_flags_add_code_the_metadata_would_not_declare_fails_with_the_difference(tmp_path):
-    root = write_tiny_project(tmp_path / "tiny")
-    toml = root / "build.toml"
-    toml.write_text(toml.read_text()
-                    .replace('cuda-capabilities = ["8.0", "9.0+PTX"]',
-                             'cuda-capabilities = ["8.0"]\ncuda-flags = ["-gencode=arch=compute_89,code=sm_89"]'))
+    root = _tiny_with(tmp_path, 'cuda-capabilities = ["8.0"]\ncuda-flags = ["-gencode=arch=compute_89,code=sm_89"]')
     built = run_cli("build", str(root), "--variant", VARIANT, "--json", timeout=3000)
     assert built.returncode == 1, built.output
     (entry,) = json.loads(built.stdout)["variants"]
