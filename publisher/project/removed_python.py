@@ -70,6 +70,8 @@ def _lines_alone(lines: list[str], node: ast.stmt) -> bool:
 
 def _analyse(text: str, file: str) -> tuple[list[_Edit], list[ApiUse]]:
     """The exact edits a port makes, and the uses left for hands."""
+    if not any(m.module.rpartition(".")[2] in text for m in modules()):
+        return [], []  # every use names the module (`_six`): a file that never does is not parsed
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
