@@ -102,6 +102,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PA191": (I, "the project's tests outside tests/ carried into tests/ (publisher test runs them)"),
     "PA192": (W, "no call in the project shows an op's inputs: the generated test's INPUTS are guessed"),
     "PA193": (W, "a file of the project's test folder not carried (not text)"),
+    "PA194": (I, "what the tests import besides torch and kernels declared in publisher.toml test-depends"),
     # push (the gate, per variant)
     "PP101": (E, "no valid metadata.json"),
     "PP102": (E, "files changed after the build"),

@@ -421,19 +421,23 @@ class SegmentSum(unittest.TestCase):
 """,
     "reference.py": "def gather_rows_ref(src, index):\n    return src[index]\n",
     "test.py": "import torch\nimport index_ops\n\nprint(index_ops.magnitude(torch.randn(4, 2)))\n",
+    # PyTorch's extension tutorial form: torch's own TestCase (it imports expecttest and numpy, which PyPI's
+    # torch does not install)
     "test/test_magnitude.py": """\
 import json
 from pathlib import Path
 
 import torch
+from torch.testing._internal.common_utils import TestCase
 
 import index_ops
 
 
-def test_magnitude_of_known_pairs():
-    pairs = json.loads((Path(__file__).parent / "pairs.json").read_text())
-    got = index_ops.magnitude(torch.tensor(pairs, dtype=torch.float32))
-    torch.testing.assert_close(got, torch.tensor([5.0, 13.0]))
+class TestMagnitude(TestCase):
+    def test_magnitude_of_known_pairs(self):
+        pairs = json.loads((Path(__file__).parent / "pairs.json").read_text())
+        got = index_ops.magnitude(torch.tensor(pairs, dtype=torch.float32))
+        self.assertEqual(got, torch.tensor([5.0, 13.0]))
 """,
     "test/pairs.json": "[[3.0, 4.0], [5.0, 12.0]]\n",
 }

@@ -27,6 +27,19 @@ def test_tests_beside_setup_py_and_in_test_are_carried_into_tests(tmp_path):
     assert "carried from test_index_ops.py into tests/" in changes["tests/test_index_ops.py"].what
     (carried,) = [f for f in plan.findings if f.code == "PA191"]
     assert "test/test_magnitude.py" in carried.message and "test_index_ops.py" in carried.message
+    # what the carried tests import besides torch and kernels is declared, for `publisher test` to install
+    assert changes["publisher.toml"].new == 'test-depends = ["expecttest", "numpy"]\n'
+    (declared,) = [f for f in plan.findings if f.code == "PA194"]
+    assert "expecttest, numpy" in declared.message
+
+
+def test_the_declared_test_dependencies_join_what_the_author_declared_and_a_rerun_adds_nothing(tmp_path):
+    root = write_index_project_with_tests(tmp_path / "index")
+    (root / "publisher.toml").write_text('# mine\nplatforms = ["x86_64-linux"]\ntest-depends = ["scipy"]\n')
+    change = {c.path: c for c in make_plan(root).changes}["publisher.toml"]
+    assert change.new == '# mine\nplatforms = ["x86_64-linux"]\ntest-depends = ["scipy", "expecttest", "numpy"]\n'
+    (root / "publisher.toml").write_text(change.new)
+    assert "publisher.toml" not in {c.path for c in make_plan(root).pending}
 
 
 def test_a_tests_folder_pytest_collects_nothing_from_gets_the_generated_tests(tmp_path):
@@ -57,7 +70,8 @@ def test_publisher_test_runs_the_carried_tests_and_the_verdict_rests_on_them(tmp
     assert run_cli("build", str(root), "--local", timeout=1200).returncode == 0
     tested = run_cli("test", str(root), "--json", timeout=1200)
     (variant,) = json.loads(tested.stdout)["variants"].values()
-    # the pytest function and the unittest class beside setup.py, and test/'s test reading its data file
+    # the pytest function and the unittest class beside setup.py, and test/'s test reading its data file, on
+    # torch's own TestCase: what it needs (expecttest, numpy) adopt declared and the test run installed
     assert variant["status"] == "passed" and variant["tests"]["passed"] == 3, variant
     assert variant["suite"] == "project" and "checks" not in variant
 

@@ -1,7 +1,7 @@
 """Test dependencies: declared as upstream does (flake.nix `pythonCheckInputs`),
-installed into toolchain test environments, asked for (never installed) where
-the running interpreter runs the tests; an undeclared import names the module
-and the fix. What upstream's test shells hold undeclared (its torch's own
+installed into toolchain test environments, and into publisher's overlay where
+the running interpreter runs the tests (never into that interpreter); an
+undeclared import names the module and the fix. What upstream's test shells hold undeclared (its torch's own
 dependencies) goes into toolchain environments too, and its absence from the
 running interpreter is that environment's problem, not a failed kernel."""
 
@@ -103,20 +103,20 @@ def test_an_import_upstream_provides_undeclared_is_the_environments_problem(noar
 
 
 @pytest.mark.slow
-def test_running_interpreter_is_asked_for_the_dependencies_not_changed(noarch_project, fresh_copy):
+def test_flake_declared_dependencies_are_installed_for_the_run_not_into_the_running_interpreter(
+        noarch_project, fresh_copy):
     project = fresh_copy(noarch_project)
     write_files(project, {"tests/test_halve.py": TEST_USING_TERMCOLOR, "flake.nix": FLAKE})
     result = run_cli("test", str(project), "--json")
-    assert result.returncode == 1
+    assert result.returncode == 0, result.stdout + result.stderr
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
-    assert entry["status"] == "error"
-    assert "need termcolor (its declared test dependencies)" in entry["reason"] and "-m pip install termcolor" in entry["fix"]
+    assert entry["status"] == "passed" and entry["tests"]["passed"] == 1, entry
     import importlib.util
     assert importlib.util.find_spec("termcolor") is None  # the user's environment is left as it was
 
 
 @pytest.mark.slow
-def test_the_kernels_own_python_depends_are_asked_for_not_installed_here(tmp_path):
+def test_the_kernels_own_python_depends_are_installed_for_the_run_not_into_the_running_interpreter(tmp_path):
     # `kernels` refuses to load a variant whose python-depends are missing (kernels-community fla: einops)
     import importlib.util
     if importlib.util.find_spec("einops") is not None:
@@ -130,11 +130,9 @@ def test_the_kernels_own_python_depends_are_asked_for_not_installed_here(tmp_pat
     })
     assert run_cli("build", str(project), "--local").returncode == 0
     result = run_cli("test", str(project), "--json")
-    assert result.returncode == 1
+    assert result.returncode == 0, result.stdout + result.stderr
     entry = json.loads(result.stdout)["variants"]["torch-cpu"]
-    assert entry["status"] == "error", entry
-    assert "the kernel needs einops (build.toml python-depends" in entry["reason"]
-    assert "-m pip install einops" in entry["fix"]
+    assert entry["status"] == "passed", entry
     assert importlib.util.find_spec("einops") is None  # the user's environment is left as it was
 
 

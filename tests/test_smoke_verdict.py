@@ -22,7 +22,7 @@ from publisher.toolchains.provision import serves
 from publisher.toolchains.spec import ToolchainSpec
 
 KERNEL = verdict.Kernel(frozenset({"rmsnorm", "_rmsnorm_cpu_abc"}), ("/build/torch215-cpu", "/tmp/t/import"))
-ENV = verdict.Environment("/env/bin/python", "toolchain torch215-cpu", True, frozenset())
+ENV = verdict.Environment("/env/bin/python", "toolchain torch215-cpu", frozenset())
 
 
 def _judge(run: RunResult, events: EventSummary, suite: str = verdict.PROJECT, smoke=None, env=ENV, tmp=None):
@@ -47,14 +47,16 @@ def test_a_missing_test_dependency_is_an_error_of_the_environment_with_the_fix()
     outcome = _judge(RC2, _events(("tests/test_x.py",), _missing("tests/test_x.py", "torch_harmonics"), errors=1))
     assert outcome.status == "error"
     assert "module `torch_harmonics` is not installed" in outcome.reason
-    # publisher made the environment: declaring it is the fix (it installs declared dependencies there)
+    # declaring it is the fix: publisher installs declared dependencies for the run
     assert outcome.fix.startswith('declare it: pyproject.toml `[dependency-groups] test = ["torch-harmonics"]`')
 
 
-def test_in_the_users_own_interpreter_the_fix_also_names_the_install_line():
-    mine = verdict.Environment("/venv/bin/python", "this interpreter", False, frozenset())
+def test_in_the_users_own_interpreter_declaring_is_the_fix_too_with_the_pypi_name():
+    mine = verdict.Environment("/venv/bin/python", "this interpreter", frozenset())
     outcome = _judge(RC2, _events(("t.py",), _missing("t.py", "cv2"), errors=1), env=mine)
-    assert outcome.fix.startswith("/venv/bin/python -m pip install opencv-python; and declare it")
+    # publisher installs declared test dependencies into its overlay, never into the user's interpreter
+    assert outcome.fix.startswith('declare it: pyproject.toml `[dependency-groups] test = ["opencv-python"]`')
+    assert "-m pip install" not in outcome.fix
 
 
 def test_a_module_of_the_kernel_itself_missing_is_the_kernels_failure():

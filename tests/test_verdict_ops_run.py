@@ -17,7 +17,7 @@ from publisher.testing import protocol, verdict
 from publisher.testing.report import VariantTestResult, read_events, render_table
 
 KERNEL = verdict.Kernel(frozenset({"index_ops"}), ("/build/torch215-cpu",))
-ENV = verdict.Environment("/env/bin/python", "this interpreter", False, frozenset())
+ENV = verdict.Environment("/env/bin/python", "this interpreter", frozenset())
 OK = RunResult(("pytest",), 0, "")
 GENERATED = "tests/test_index_ops_ops.py::"
 

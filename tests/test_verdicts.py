@@ -215,16 +215,54 @@ def test_a_call_that_does_not_return_is_not_exercised_and_the_rest_is_judged(tmp
     assert calls["op halve"]["outcome"] == "exercised"
 
 
-def test_a_kernel_with_a_subpackage_named_kernels_loads_through_the_client(tmp_path):
-    """kernels-community scattermoe keeps its Triton code in a subpackage `kernels`; the variant folder is on the
-    path (as in kernel-builder's test shell), and the harness must still import the `kernels` client itself."""
-    init = HALVE_INIT.replace("from ._ops import", "from . import kernels as _triton_code  # noqa: F401\nfrom ._ops import")
-    project = _noarch(tmp_path / "moe", "moe", init, **{
-        "torch-ext/moe/kernels/__init__.py": "from . import ops  # noqa: F401\n",
-        "torch-ext/moe/kernels/ops.py": "from .._ops import add_op_namespace_prefix  # noqa: F401\n"})
+# modules of a kernel named like standard-library and installed modules (a real extension package ships a
+# typing.py; kernels-community scattermoe keeps its Triton code in a subpackage `kernels`)
+SHADOWING_FILES = {
+    "torch-ext/moe/typing.py": "from typing import Any  # the standard library's, from inside the package\n"
+                               "TensorLike = Any\n",
+    "torch-ext/moe/types.py": "raise RuntimeError('the kernel\'s types.py was imported as `types`')\n",
+    "torch-ext/moe/io.py": "raise RuntimeError('the kernel\'s io.py was imported as `io`')\n",
+    "torch-ext/moe/kernels/__init__.py": "from . import ops  # noqa: F401\n",
+    "torch-ext/moe/kernels/ops.py": "from .._ops import add_op_namespace_prefix  # noqa: F401\n",
+}
+SHADOWING_INIT = HALVE_INIT.replace(
+    "from ._ops import", "from . import kernels as _triton_code  # noqa: F401\nfrom .typing import TensorLike  # noqa: F401\n"
+    "from ._ops import")
+SHADOWING_TEST = """\
+import typing
+
+import torch
+
+import moe
+from kernels import get_local_kernel
+
+
+def test_halve_through_the_package():
+    assert typing.Any is not None and moe.typing.TensorLike is typing.Any
+    torch.testing.assert_close(moe.halve(torch.ones(4)), torch.full((4,), 0.5))
+
+
+def test_the_client_loads_the_variant():
+    import os
+    from pathlib import Path
+
+    kernel = get_local_kernel(Path(os.environ["PUBLISHER_TEST_KERNEL_DIR"]))
+    torch.testing.assert_close(kernel.halve(torch.ones(2)), torch.full((2,), 0.5))
+"""
+
+
+@pytest.mark.parametrize("tests", [False, True], ids=["smoke-test", "project-tests"])
+def test_a_kernel_module_named_like_a_standard_or_installed_module_shadows_nothing(tmp_path, tests):
+    """The variant is importable under its package name only: its typing.py, types.py, io.py and `kernels`
+    subpackage never stand in for the standard library or the client, in the tests, the probe or the smoke test."""
+    extra = {"tests/test_moe.py": SHADOWING_TEST} if tests else {}
+    project = _noarch(tmp_path / "moe", "moe", SHADOWING_INIT, **SHADOWING_FILES, **extra)
     rc, entry = _test(project)
     assert (rc, entry["status"]) == (0, "passed"), entry
-    assert _calls(entry)["op halve"]["outcome"] == "exercised"
+    if tests:
+        assert entry["tests"]["passed"] == 2 and entry["suite"] == "project", entry
+    else:
+        assert _calls(entry)["op halve"]["outcome"] == "exercised"
 
 
 def test_a_smoke_test_that_could_call_nothing_is_untested_not_passed(tmp_path):
@@ -269,7 +307,7 @@ def test_an_undeclared_test_import_is_an_error_with_the_fix_not_a_failure(tmp_pa
     assert (rc, entry["status"]) == (1, "error"), entry
     assert "module `torch_harmonics` is not installed" in entry["reason"]
     assert "nothing of the kernel was judged" in entry["reason"]
-    assert "-m pip install torch-harmonics" in entry["fix"]
+    assert "-m pip install" not in entry["fix"]  # declaring it is the fix: publisher installs it for the run
     assert '[dependency-groups] test = ["torch-harmonics"]' in entry["fix"] and "publisher.toml" in entry["fix"]
     # `check` said so before any build
     checked = run_cli("check", str(project))
@@ -302,20 +340,97 @@ def test_tests_that_do_not_compile_are_an_error_naming_the_line(tmp_path):
     assert "tests/test_halve.py:4" in entry["fix"]
 
 
-def test_test_dependencies_declared_without_nix_are_read(tmp_path):
-    """pyproject.toml (PEP 735) and publisher.toml declare what the tests need; the running interpreter is
-    asked for them (never changed) and `check` no longer warns."""
+IMPORTS_EXPECTTEST = '''\
+import expecttest
+import termcolor
+import torch
+
+from kernels import get_kernel
+
+
+def test_halve():
+    k = get_kernel("publisher-test/halve", version=1)
+    assert torch.equal(k.halve(torch.ones(2)), torch.full((2,), 0.5)) and expecttest and termcolor
+'''
+
+
+def _importable(module: str) -> bool:
+    import subprocess
+
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is not None)"
+    return subprocess.run([sys.executable, "-c", probe]).returncode == 1
+
+
+def test_declared_test_dependencies_are_installed_for_the_run_and_the_interpreter_is_untouched(tmp_path):
+    """pyproject.toml (PEP 735) and publisher.toml declare what the tests need; the running interpreter lacks it:
+    publisher installs it into an overlay of its own, reused by the next run, and the interpreter never sees it.
+    Offline, the error names what is missing."""
+    assert not _importable("expecttest") and not _importable("termcolor"), "the test needs them absent"
     project = _noarch(tmp_path / "halve", "halve", HALVE_INIT, **{
-        "tests/test_halve.py": IMPORTS_HARMONICS,
-        "pyproject.toml": '[dependency-groups]\nbase = ["termcolor"]\ntest = ["torch-harmonics>=0.6", '
+        "tests/test_halve.py": IMPORTS_EXPECTTEST,
+        "pyproject.toml": '[dependency-groups]\nbase = ["termcolor"]\ntest = ["expecttest>=0.1", '
                           '{include-group = "base"}]\n',
         "publisher.toml": 'test-depends = ["pyyaml"]\n'})
     checked = run_cli("check", str(project))
     assert checked.returncode == 0 and "PB409" not in checked.stdout, checked.stdout
+    cache = tmp_path / "cache"
+    env = dict(os.environ, PUBLISHER_CACHE_DIR=str(cache))
+    rc, entry = _test(project, env=env)
+    assert (rc, entry["status"]) == (0, "passed"), entry
+    assert entry["tests"]["passed"] == 1
+    (overlay,) = (cache / "test-overlays").glob("[!.]*[!k]")  # the folder, not its lock
+    assert {p.name.split("-")[0] for p in overlay.glob("*.dist-info")} == {"expecttest", "termcolor"}
+    assert not _importable("expecttest") and not _importable("termcolor")  # the interpreter is untouched
+    made = overlay.stat().st_mtime_ns
+    rc, entry = _test(project, env=dict(env, UV_OFFLINE="1", PIP_NO_INDEX="1"))  # reused: nothing to fetch
+    assert (rc, entry["status"]) == (0, "passed"), entry
+    assert overlay.stat().st_mtime_ns == made
+    # nothing reachable and nothing made yet: an error naming what is missing, never a failure of the kernel
+    offline = dict(os.environ, PUBLISHER_CACHE_DIR=str(tmp_path / "empty"), UV_OFFLINE="1", PIP_NO_INDEX="1",
+                   UV_CACHE_DIR=str(tmp_path / "uv-cache"))
+    rc, entry = _test(project, env=offline)
+    assert (rc, entry["status"]) == (1, "error"), entry
+    assert "expecttest>=0.1, termcolor" in entry["reason"] and "publisher's test overlay" in entry["reason"]
+    assert "-m pip install 'expecttest>=0.1' 'termcolor'" in entry["fix"]
+
+
+TWO_MODULES = {
+    "tests/test_halve.py": '''\
+import torch
+
+import halve
+
+
+def test_halve():
+    assert torch.equal(halve.halve(torch.ones(2)), torch.full((2,), 0.5))
+
+
+def test_halve_twice():
+    assert torch.equal(halve.halve(halve.halve(torch.ones(2))), torch.full((2,), 0.25))
+''',
+    "tests/test_harmonics.py": "import torch_harmonics\n\n\ndef test_uses_it():\n    assert torch_harmonics\n",
+}
+
+
+def test_a_module_that_cannot_be_collected_is_its_own_line_and_the_others_still_run(tmp_path):
+    project = _noarch(tmp_path / "halve", "halve", HALVE_INIT, **TWO_MODULES)
+    result = run_cli("test", str(project))
+    assert result.returncode == 1
     rc, entry = _test(project)
-    assert entry["status"] == "error"
-    assert "torch-harmonics>=0.6, termcolor" in entry["reason"] and "its declared test dependencies" in entry["reason"]
-    assert "-m pip install 'torch-harmonics>=0.6' termcolor" in entry["fix"]
+    assert (rc, entry["status"]) == (1, "error"), entry
+    assert entry["tests"]["passed"] == 2, entry  # the module that could run did
+    assert "the other 2 test(s) passed" in entry["reason"]
+    (module,) = entry["modules"]
+    assert module["module"] == "tests/test_harmonics.py" and module["status"] == "error"
+    assert "torch_harmonics" in module["reason"] and module["fix"].startswith("declare it")
+    assert "tests/test_harmonics.py: error: module `torch_harmonics` is not installed" in result.stdout
+    # a real failure elsewhere still makes the variant fail
+    wrong = TWO_MODULES["tests/test_halve.py"].replace("0.25", "0.3")
+    (project / "tests/test_halve.py").write_text(wrong)
+    rc, entry = _test(project)
+    assert (rc, entry["status"]) == (1, "failed"), entry
+    assert entry["tests"]["passed"] == 1 and entry["tests"]["failed"] == 1
+    assert entry["modules"][0]["module"] == "tests/test_harmonics.py"
 
 
 # -- a cell the running interpreter satisfies is built with it ---------------------------

@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path, PurePosixPath
 
+import tomlkit
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
@@ -47,7 +49,8 @@ from publisher.adopt.model import (
 from publisher.codes import finding
 from publisher.errors import ProjectError
 from publisher.findings import Finding, Severity
-from publisher.project import removed_apis, removed_python
+from publisher.project import removed_apis, removed_python, test_imports
+from publisher.project import settings as settings_file
 from publisher.project.abi3 import TRANSLATION_UNITS
 
 DEFS_FILES = ("torch-ext/torch_binding.cpp", "torch-ext/torch_ops.cpp")
@@ -207,6 +210,7 @@ class _Planner:
         access = self._python(exts, ops_by_ext, main_pkg, python_name)
         self._tests(name.value, python_name, version, repo_id, backends, _testable(all_ops), access, exts)
         self._port_removed_python()
+        self._declare_test_depends(python_name, backends)
         return AdoptPlan(d, name.value, python_name, backends, tuple(all_ops), tuple(self.changes.values()),
                          tuple(self.findings), tuple(self.notes))
 
@@ -761,6 +765,39 @@ class _Planner:
                 "not judged", file=target,
                 hint="give each the shapes and dtypes it expects in INPUTS, or add tests of your own to tests/"))
 
+    def _declare_test_depends(self, python_name: str, backends: Sequence[str]) -> None:
+        """What the tests adopt leaves in tests/ import and nothing declares (check's PB409), declared in
+        publisher.toml `test-depends`: `publisher test` installs it for the run, so adopt -> build -> test needs no
+        hand step."""
+        texts: dict[Path, str] = {}
+        tests = self.root / "tests"
+        for path in sorted(tests.rglob("*.py")) if tests.is_dir() else ():
+            texts[path] = self.read(path.relative_to(self.root).as_posix()) or ""
+        for rel, change in self.changes.items():
+            if rel.startswith("tests/") and rel.endswith(".py"):
+                texts[self.root / rel] = change.new
+        needed = test_imports.undeclared_test_requirements(self.root, texts, python_name, [], list(backends))
+        if not needed:
+            return
+        rel = settings_file.FILE_NAME
+        old = self.read(rel)
+        try:
+            doc = tomlkit.parse(old) if old else tomlkit.document()
+        except tomlkit.exceptions.ParseError as err:
+            self.findings.append(finding(
+                "PB501", f"{rel} cannot be read ({err}), so the tests' dependencies are not declared there: "
+                f"{', '.join(needed)}", file=str(self.root / rel), hint="fix the TOML syntax, then adopt again"))
+            return
+        present = doc.get("test-depends")
+        entries = tomlkit.array() if not isinstance(present, list) else present
+        entries.extend(n for n in needed if n not in entries)
+        doc["test-depends"] = entries
+        self.change(rel, tomlkit.dumps(doc), f"test-depends: {', '.join(needed)} (what the tests import besides torch "
+                                             "and kernels; `publisher test` installs it for the run)")
+        self.findings.append(finding(
+            "PA194", f"the tests import {', '.join(needed)}, which nothing declared: declared in {rel} test-depends",
+            file=str(self.root / rel)))
+
     def _cpp_texts(self, exts: Sequence[Extension]) -> dict[str, str]:
         """The extensions' C++ as the author wrote it (sources and the project headers they include)."""
         texts = {path: text for e in exts for path, text in e.inline_sources}
@@ -901,6 +938,7 @@ class _Planner:
         access.update({op.name: "_ops.ops" for op in ops if op.name not in access})
         self._tests(name.value, python_name, version, repo_id, backends, _testable(ops), access, d.extensions)
         self._port_removed_python()
+        self._declare_test_depends(python_name, backends)
         return AdoptPlan(d, name.value, python_name, backends, tuple(ops), tuple(self.changes.values()),
                          tuple(self.findings), tuple(self.notes))
 

@@ -65,47 +65,13 @@ def _type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _local_modules(tests: Path, files: list[Path]) -> set[str]:
-    """Names the tests can import from their own folders (pytest puts them on sys.path)."""
-    local = {p.stem for p in files} | {tests.name}  # `from tests.utils import ...` (rootdir on sys.path)
-    local |= {p.name for p in tests.rglob("*") if p.is_dir()}
-    return local
-
-
 def check_test_imports(root: Path, python_name: str, python_depends: list[str], backends: list[str]) -> list[Finding]:
     tests = Path(root) / "tests"
     if not tests.is_dir():
         return []
     files = sorted(p for p in tests.rglob("*.py") if "__pycache__" not in p.parts)[:MAX_FILES]
-    declared = provided_modules(declared_test_depends(root))
-    curated = {**resources.general_python_depends()}
-    for backend in backends:
-        curated.update(resources.backend_python_depends(backend))
-    declared |= {curated[n].get("import", n.replace("-", "_")) for n in python_depends if n in curated}
-    known = (set(sys.stdlib_module_names) | _HARNESS | _local_modules(tests, files) | declared
-             | {python_name, f"{python_name}_ops"})
-    first: dict[str, tuple[Path, int]] = {}
-    through: dict[str, tuple[Path, int, str]] = {}  # a module an import needs (torch.testing._internal: expecttest)
-    by_stem = {p.stem: p for p in files}
-    pending = [p for p in files if collected(p.name)]  # what pytest collects, and the modules it imports
-    read: set[Path] = set(pending)
-    while pending:
-        path = pending.pop(0)
-        try:
-            tree = ast.parse(path.read_text(errors="replace"), filename=str(path))
-        except (OSError, SyntaxError, ValueError):
-            continue
-        for dotted, line in _imports(tree):
-            module = dotted.split(".")[0]
-            if module in by_stem and by_stem[module] not in read:
-                read.add(by_stem[module])
-                pending.append(by_stem[module])
-            needed = needed_by(dotted)
-            if needed and needed not in known and not always_present(needed):
-                through.setdefault(needed, (path, line, dotted))
-            if module in known or module.startswith("_") or always_present(module):
-                continue
-            first.setdefault(module, (path, line))
+    texts = {p: p.read_text(errors="replace") for p in files}
+    first, through = undeclared_test_imports(root, texts, python_name, python_depends, backends)
     found = [
         finding("PB409", f"the tests import `{module}`, which nothing declares: where it is not installed they "
                 f"cannot be collected", file=str(path), line=line, hint=DECLARE_HINT.format(req=pypi_name(module)))
@@ -117,3 +83,53 @@ def check_test_imports(root: Path, python_name: str, python_depends: list[str], 
                 line=line, hint=DECLARE_HINT.format(req=pypi_name(module)))
         for module, (path, line, dotted) in sorted(through.items()) if module not in first
     ]
+
+
+def undeclared_test_requirements(root: Path, texts: dict[Path, str], python_name: str, python_depends: list[str],
+                                 backends: list[str]) -> list[str]:
+    """The pip requirements for what PB409 reports of tests/ files given as texts (adopt's, before they are
+    written), and what kernel-builder's test shells hold undeclared (numpy) but a user's torch may lack:
+    each undeclared module's PyPI project, in order."""
+    first, through = undeclared_test_imports(root, texts, python_name, python_depends, backends, implicit=False)
+    return list(dict.fromkeys(pypi_name(m) for m in [*sorted(first), *sorted(through)]))
+
+
+def undeclared_test_imports(root: Path, texts: dict[Path, str], python_name: str, python_depends: list[str],
+                            backends: list[str], implicit: bool = True,
+                            ) -> tuple[dict[str, tuple[Path, int]], dict[str, tuple[Path, int, str]]]:
+    """Modules the tests/ files (path under root/tests -> text) import that nothing declares: {module: (file,
+    line)}, and {module: (file, line, import)} for one an import needs (torch.testing._internal: expecttest);
+    `implicit`: what kernel-builder's test shells hold undeclared (numpy) counts as declared."""
+    tests = Path(root) / "tests"
+    files = sorted(texts)[:MAX_FILES]
+    declared = provided_modules(declared_test_depends(root))
+    curated = {**resources.general_python_depends()}
+    for backend in backends:
+        curated.update(resources.backend_python_depends(backend))
+    declared |= {curated[n].get("import", n.replace("-", "_")) for n in python_depends if n in curated}
+    local = {p.stem for p in files} | {tests.name} | {d.name for p in files for d in p.relative_to(tests).parents
+                                                      if d.name}
+    known = set(sys.stdlib_module_names) | _HARNESS | local | declared | {python_name, f"{python_name}_ops"}
+    first: dict[str, tuple[Path, int]] = {}
+    through: dict[str, tuple[Path, int, str]] = {}
+    by_stem = {p.stem: p for p in files}
+    pending = [p for p in files if collected(p.name)]  # what pytest collects, and the modules it imports
+    read: set[Path] = set(pending)
+    while pending:
+        path = pending.pop(0)
+        try:
+            tree = ast.parse(texts[path], filename=str(path))
+        except (SyntaxError, ValueError):
+            continue
+        for dotted, line in _imports(tree):
+            module = dotted.split(".")[0]
+            if module in by_stem and by_stem[module] not in read:
+                read.add(by_stem[module])
+                pending.append(by_stem[module])
+            for needed in needed_by(dotted):
+                if needed not in known and not always_present(needed, implicit):
+                    through.setdefault(needed, (path, line, dotted))
+            if module in known or module.startswith("_") or always_present(module, implicit):
+                continue
+            first.setdefault(module, (path, line))
+    return first, {m: v for m, v in through.items() if m not in first}

@@ -3,16 +3,15 @@ when its torch can load the variant (what `--local` built; a CUDA torch also
 runs CPU variants), else a toolchain environment that exists and can, else the
 variant's toolchain environment from the plan (same torch, same CUDA major),
 with `kernels`, `pytest`, the project's test dependencies, the variant's
-python-depends and what kernel-builder's test shells hold undeclared added
-(never added to the running interpreter: that is the user's own environment)."""
+python-depends and what kernel-builder's test shells hold undeclared added.
+The running interpreter is never changed (it is the user's own environment):
+what its tests declare and it lacks goes into an overlay publisher owns
+(testing.overlay)."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
-import re
-import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from publisher.host import host_platform
 from publisher.plan.planner import PlannedVariant
 from publisher.plan.resolver import System, resolve
 from publisher.plan.variants import Variant
+from publisher.testing.overlay import ensure_overlay
 from publisher.testing.test_depends import implicit_test_depends
 
 
@@ -42,6 +42,7 @@ class TestEnvironment:
     python: str
     origin: str  # shown to the user: where the interpreter comes from
     publisher_made: bool = False  # publisher made it (and installs what the tests need into it)
+    overlay: str | None = None  # publisher's folder of what the tests need and `python` lacks (testing.overlay)
 
 
 def torch_compute(info: dict) -> tuple[str, str] | None:
@@ -89,17 +90,6 @@ def missing_modules() -> list[str]:
     return [m for m in REQUIRED_MODULES if importlib.util.find_spec(m) is None]
 
 
-def _missing_distributions(requirements: Sequence[str]) -> list[str]:
-    missing = []
-    for requirement in requirements:
-        name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
-        try:
-            importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(requirement)
-    return missing
-
-
 def select_environment(
     variant: Variant, planned_for: Callable[[], PlannedVariant | None], on_line: Callable[[str], None],
     test_depends: Sequence[str] = (), kernel_depends: Sequence[str] = (),
@@ -117,17 +107,11 @@ def select_environment(
                 f"{', '.join(missing)} not installed for {sys.executable}, which runs this variant's tests",
                 f"{sys.executable} -m pip install {' '.join(repr(p) for p in runner_packages())}",
             )
-        for needed, who in ((kernel_depends, "the kernel needs {} (build.toml python-depends; `kernels` does not "
-                                             "load it without)"),
-                            (test_depends, "the project's tests need {} (its declared test dependencies)")):
-            missing = _missing_distributions(needed)
-            if missing:
-                raise EnvironmentProblem(
-                    f"{who.format(', '.join(missing))}, not installed for {sys.executable}, which runs this "
-                    "variant's tests (publisher does not change that environment)",
-                    f"{sys.executable} -m pip install {' '.join(shlex.quote(m) for m in missing)}",
-                )
-        return TestEnvironment(sys.executable, f"this interpreter (torch {info['torch_version']})")
+        # what the kernel (python-depends: `kernels` does not load it without) and its declared tests need goes
+        # into publisher's overlay, never into this interpreter: the user's own environment
+        overlay = ensure_overlay([*kernel_depends, *test_depends], on_line)
+        return TestEnvironment(sys.executable, f"this interpreter (torch {info['torch_version']})",
+                               overlay=str(overlay) if overlay else None)
     from publisher.toolchains.provision import ensure_packages, ensure_toolchain, recorded_toolchains
 
     # An environment that exists and loads the variant (a CUDA torch runs a CPU

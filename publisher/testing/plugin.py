@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import traceback
 
 import pytest
@@ -70,32 +69,12 @@ def _hide(checks: list[str]) -> None:
             module.is_available = lambda: False
 
 
-def _import_the_kernels_client() -> None:
-    """Import the `kernels` client itself, once, before anything else can: the variant
-    folder is on the path (as in kernel-builder's test shell), and a kernel with a
-    subpackage of its own named `kernels` (kernels-community scattermoe) would otherwise
-    stand in for the client, for publisher's harness and the project's tests alike."""
-    variant = os.environ.get("PUBLISHER_TEST_VARIANT_DIR")
-    if not variant or "kernels" in sys.modules:
-        return
-    saved = list(sys.path)
-    real = os.path.realpath(variant)
-    sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != real]
-    try:
-        import kernels  # noqa: F401
-    except ImportError:
-        pass  # a missing client is reported where it is used
-    finally:
-        sys.path[:] = saved
-
-
 _RERUNS: list[str] = []  # plugins that honour @pytest.mark.flaky here (flaky, pytest-rerunfailures)
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "kernels_ci: CI subset of a kernel project's tests")
     _RERUNS[:] = [name for name in ("flaky", "rerunfailures") if config.pluginmanager.hasplugin(name)]
-    _import_the_kernels_client()
     if os.environ.get("PUBLISHER_TEST_BACKEND") == "cpu":
         _load_as_cpu_torch()
     hidden = _hidden()

@@ -165,6 +165,7 @@ class VariantTestResult:
     warnings: tuple[str, ...] = ()  # e.g. "not torch.compile-ready" (never a failure)
     runs: tuple[dict, ...] = ()  # tested elsewhere (remote jobs): one summary per job (flavor, gpu, job, status)
     checks: tuple[tuple[str, int], ...] = ()  # ops-run: ops that ran / matched a reference (("ran", n), ("reference", m))
+    modules: tuple[dict, ...] = ()  # test modules that could not be collected: {module, status, reason, fix}
 
     def entry(self) -> dict:
         """The test-report entry (state.update_report) the push stage reads."""
@@ -185,6 +186,7 @@ class VariantTestResult:
             "fix": self.fix,
             "log": self.log,
             **({"runs": list(self.runs)} if self.runs else {}),
+            **({"modules": list(self.modules)} if self.modules else {}),
         }
 
     @classmethod
@@ -201,6 +203,7 @@ class VariantTestResult:
             smoke=tuple(entry.get("smoke") or ()), warnings=tuple(entry.get("warnings") or ()),
             runs=tuple(entry.get("runs") or ()),
             checks=tuple((str(k), v) for k, v in (entry.get("checks") or {}).items() if isinstance(v, int)),
+            modules=tuple(m for m in entry.get("modules") or () if isinstance(m, dict)),
         )
 
 
@@ -272,6 +275,10 @@ def render_table(results: list[VariantTestResult]) -> str:
             lines.append(f"  {r.variant}: {r.reason}")
         if r.fix:
             lines.append(f"    fix: {r.fix}")
+        for module in r.modules:
+            lines.append(f"  {r.variant}: {module.get('module')}: {module.get('status')}: {module.get('reason')}")
+            if module.get("fix"):
+                lines.append(f"    fix: {module.get('fix')}")
         if r.suite == "smoke":
             lines.append(f"  {r.variant}: {describe_suite(r)}: the project has no tests/ of its own")
             lines += [f"    {describe_call(c)}" for c in r.smoke]

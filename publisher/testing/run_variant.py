@@ -3,8 +3,13 @@ the source tree, where only that variant is visible to `kernels`:
 
 <tmp>/<name>-torch-ext/<variant> -> the variant. As in kernel-builder's test shell, where the
                                   extension's Nix output has this name: LOCAL_KERNELS=<repo-id>=
-                                  <tmp>/<name>-torch-ext, and the variant folder is on PYTHONPATH
-<tmp>/import/<python_name>    -> the variant (for tests that `import <name>`; first on PYTHONPATH)
+                                  <tmp>/<name>-torch-ext
+<tmp>/import/<python_name>    -> the variant (for tests that `import <name>`; on PYTHONPATH)
+
+The variant folder is the package itself (flat), so it is never on the path: a module of the
+kernel (typing.py, types.py, io.py, a subpackage named `kernels`) is importable only as
+`<python_name>.<module>`, never in place of a standard-library or installed module, in the
+tests, the device probe and the smoke test alike.
 <tmp>/tests/                  copy of the project's tests/, or the default smoke test
 <tmp>/conftest.py             publisher's plugin (marker, device fixture, event log)
 <tmp>/publisher_device.py     device.py, for the plugin
@@ -27,7 +32,7 @@ from publisher import runner, state
 from publisher.host import host_platform
 from publisher.options import TestOptions
 from publisher.plan.variants import Variant
-from publisher.testing import protocol, report, verdict
+from publisher.testing import overlay, protocol, report, verdict
 from publisher.testing.accelerators import hiding_for
 from publisher.testing.environment import TestEnvironment
 from publisher.testing.report import VariantTestResult
@@ -99,8 +104,9 @@ def _use_default_test(tmp: Path) -> None:
 
 
 def _probe(env: TestEnvironment, child_env: dict, cwd: Path, log: Path) -> tuple[dict | None, str]:
+    # the copy in the run folder: the script's folder is first on its path, and that one holds only the harness
     result = runner.run(
-        [env.python, str(HERE / "device.py")], cwd=cwd, env=child_env, log=log, timeout=PROBE_TIMEOUT
+        [env.python, str(cwd / "publisher_device.py")], cwd=cwd, env=child_env, log=log, timeout=PROBE_TIMEOUT
     )
     match = _DEVICE_RE.search(result.output)
     if not result.ok or match is None:
@@ -116,10 +122,14 @@ def _read_json(path: Path) -> dict:
 
 
 def _pytest_argv(env: TestEnvironment, tmp: Path, target: VariantUnderTest, load_only: bool, all_tests: bool) -> list[str]:
-    argv = [env.python, "-m", "pytest", "tests", "-p", "no:cacheprovider", "--rootdir", str(tmp),
+    start = [env.python, "-c", overlay.BOOT, env.overlay] if env.overlay else [env.python, "-m", "pytest"]
+    argv = [*start, "tests", "-p", "no:cacheprovider", "--rootdir", str(tmp),
             "-c", str(tmp / "pytest.ini"), "-rfE", "--tb=short", "--disable-warnings", "-q"]
-    if target.tests_dir is not None and not load_only and not all_tests and _uses_ci_marker(tmp / "tests"):
-        argv += ["-m", "kernels_ci"]
+    if target.tests_dir is not None and not load_only:
+        # a module that cannot be collected is reported on its own line; the others still run
+        argv.append("--continue-on-collection-errors")
+        if not all_tests and _uses_ci_marker(tmp / "tests"):
+            argv += ["-m", "kernels_ci"]
     return argv
 
 
@@ -157,7 +167,7 @@ def _kernel(target: VariantUnderTest, tmp: Path) -> verdict.Kernel:
 def _environment(env: TestEnvironment, target: VariantUnderTest) -> verdict.Environment:
     project_root = target.tests_dir.parent if target.tests_dir is not None else None
     declared = frozenset(provided_modules(declared_test_depends(project_root)))
-    return verdict.Environment(env.python, env.origin, env.publisher_made, declared)
+    return verdict.Environment(env.python, env.origin, declared)
 
 
 def run_variant(
@@ -191,7 +201,7 @@ def run_variant(
         child_env = {k: v for k, v in os.environ.items() if k not in protocol.NAMES}
         child_env.update(
             PYTHONDONTWRITEBYTECODE="1",  # keep __pycache__ out of the variant folder
-            PYTHONPATH=os.pathsep.join([str(tmp / "import"), str(target.kernel_dir(tmp) / target.name)]
+            PYTHONPATH=os.pathsep.join([str(tmp / "import")]
                                        + ([child_env["PYTHONPATH"]] if child_env.get("PYTHONPATH") else [])),
         )
         child_env.update({
@@ -235,7 +245,8 @@ def run_variant(
                                 kernel=_kernel(target, tmp), env=_environment(env, target), options=options,
                                 smoke=smoke)
         return result(outcome.status, on_hardware=outcome.on_hardware, reason=outcome.reason, fix=outcome.fix,
-                      suite=outcome.suite or suite, checks=outcome.checks, device=device, tests=events.counts,
+                      suite=outcome.suite or suite, checks=outcome.checks, modules=outcome.modules, device=device,
+                      tests=events.counts,
                       output_tail=report.tail(run.output),
                       smoke=tuple(c.entry() for c in smoke.calls) if smoke else (),
                       warnings=smoke.warnings if smoke else ())

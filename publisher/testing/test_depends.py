@@ -34,8 +34,8 @@ _ATTR = re.compile(r"^(?:\w+\.)?([A-Za-z_][\w-]*)$")
 # PEP 735 groups that hold test dependencies (names normalized as PEP 503 does)
 TEST_GROUPS = ("test", "tests")
 DECLARE_HINT = ('declare it: pyproject.toml `[dependency-groups] test = ["{req}"]`, or publisher.toml '
-                '`test-depends = ["{req}"]` (or flake.nix pythonCheckInputs); publisher installs declared test '
-                "dependencies into the test environments it makes")
+                '`test-depends = ["{req}"]` (or flake.nix pythonCheckInputs); `publisher test` installs declared test '
+                "dependencies for the run, never into your own interpreter")
 
 
 @lru_cache(maxsize=1)
@@ -151,19 +151,19 @@ def implicit_requirement(module: str) -> str | None:
     return next((entry["requirement"] for entry in _data()["implicit"] if entry["module"] == top), None)
 
 
-def always_present(module: str) -> bool:
+def always_present(module: str, implicit: bool = True) -> bool:
     """A module every test environment holds without a declaration (torch's, pytest's,
-    kernels' dependencies, kernel-builder's implicit set)."""
+    kernels' dependencies, and with `implicit`, kernel-builder's implicit set)."""
     top = module.split(".")[0]
-    return top in _data()["present"] or implicit_requirement(top) is not None
+    return top in _data()["present"] or (implicit and implicit_requirement(top) is not None)
 
 
-def needed_by(module: str) -> str | None:
-    """The module importing `module` (a dotted name) needs that its package does not install, or None."""
+def needed_by(module: str) -> tuple[str, ...]:
+    """The modules importing `module` (a dotted name) needs that its package does not install."""
     for prefix, needed in (_data().get("needs") or {}).items():
         if module == prefix or module.startswith(prefix + "."):
-            return str(needed)
-    return None
+            return tuple(needed) if isinstance(needed, list) else (str(needed),)
+    return ()
 
 
 def pypi_name(module: str) -> str:

@@ -52,6 +52,7 @@ class Outcome:
     on_hardware: bool = False
     suite: str = ""  # what the verdict rests on, when not what ran (ops-run: only adopt's generated tests)
     checks: tuple[tuple[str, int], ...] = ()  # ops-run: (("ran", n), ("reference", m)); (("needs-inputs", k),)
+    modules: tuple[dict, ...] = ()  # test modules that could not be collected: {module, status, reason, fix} each
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,11 @@ class Kernel:
 
 @dataclass(frozen=True)
 class Environment:
-    """Where the tests ran: to say how to fix what it lacks."""
+    """Where the tests ran: to say how to fix what it lacks. Declared test dependencies are installed for every
+    run (into an environment publisher made, or its overlay for the user's interpreter)."""
 
     python: str
     origin: str
-    publisher_made: bool  # an environment publisher made (and installs declared dependencies into)
     declared: frozenset[str]  # top-level modules the project declares for its tests
 
 
@@ -190,24 +191,31 @@ def _fix(lacks: list[_Lack], env: Environment) -> str:
         # kernel-builder's test shells hold these undeclared (their torch depends on them)
         return f"{env.python} -m pip install {' '.join(requirements)}"
     declared = [m for m in modules if m in env.declared]
-    if declared and not env.publisher_made:
-        return f"{env.python} -m pip install {' '.join(requirements)} (declared, but not installed there)"
     if declared:
         return (f"`{'`, `'.join(declared)}` is declared but did not install as that module: check the requirement's "
                 "project name on PyPI")
-    install = f"{env.python} -m pip install {' '.join(requirements)}; and " if not env.publisher_made else ""
-    return install + DECLARE_HINT.format(req=requirements[0])
+    # declared test dependencies are installed for every run (testing.overlay): declaring is the fix
+    return DECLARE_HINT.format(req=requirements[0])
 
 
-def _lack_reason(lacks: list[_Lack], env: Environment) -> str:
+def _lack_reason(lacks: list[_Lack], env: Environment, passed: int = 0) -> str:
     shown = "; ".join(dict.fromkeys(lack.what for lack in lacks[:3]))
     modules = [lack.module for lack in lacks if lack.module]
+    judged = (f"the other {passed} test(s) passed" if passed else "nothing of the kernel was judged")
     if modules and all(implicit_requirement(m) for m in modules):
         return (f"the tests import {', '.join(f'`{m}`' for m in dict.fromkeys(modules))}, which {env.origin} lacks; "
-                "kernel-builder's test environments have it without a declaration (their torch depends on it)")
+                "kernel-builder's test environments have it without a declaration (their torch depends on it)"
+                + (f"; {judged}" if passed else ""))
     nodes = ", ".join(dict.fromkeys(lack.nodeid for lack in lacks[:3]))
     loads = "; importing the kernel is not what failed" if any(lack.in_kernel for lack in lacks) else ""
-    return f"the tests could not run in {env.origin}: {shown} ({nodes}){loads}; nothing of the kernel was judged"
+    return f"the tests could not run in {env.origin}: {shown} ({nodes}){loads}; {judged}"
+
+
+def _module_lines(lacks: list[_Lack], env: Environment) -> tuple[dict, ...]:
+    """One report line for each test module that could not be collected (pytest went on with the others):
+    what it needs and the fix, as for a variant."""
+    return tuple({"module": _tests_path(lack.nodeid), "status": "error", "reason": lack.what,
+                  "fix": _fix([lack], env)} for lack in lacks if "::" not in lack.nodeid)
 
 
 def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str | None, kernel: Kernel,
@@ -230,8 +238,10 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
     if suite in (SMOKE, LOAD_CHECK):
         return _smoke_verdict(run, events, smoke, options)
     lacks, all_environment = _lacks(events, kernel)
+    modules = _module_lines(lacks, env)
     if lacks and all_environment and not events.unfinished and not run.timed_out:
-        return Outcome("error", _lack_reason(lacks, env), _fix(lacks, env))
+        # the worst of the modules: those that ran and passed are counted, the verdict is the others' error
+        return Outcome("error", _lack_reason(lacks, env, events.counts.passed), _fix(lacks, env), modules=modules)
     if run.returncode in (3, 4) and not events.unfinished:
         missing = sorted({m.split(".")[0] for m in _MISSING_MODULE_RE.findall(run.output)} - kernel.names)
         if missing:
@@ -245,7 +255,7 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
                    "(declare the `flaky` or `pytest-rerunfailures` plugin as a test dependency to honour it)")
     if lacks:
         reason += f"; besides, {len(lacks)} test(s) could not run: {lacks[0].what}"
-    return Outcome("failed", reason, on_hardware=True)
+    return Outcome("failed", reason, on_hardware=True, modules=modules)
 
 
 def _not_judged(needs: tuple[str, ...], unregistered: tuple[str, ...]) -> Outcome:
@@ -353,7 +363,8 @@ def _failure_reason(result: RunResult, events: EventSummary, options: TestOption
         return f"test timed out after {int(options.test_timeout)}s{where} (--test-timeout)"
     if events.unfinished:
         return f"the process exited (code {result.returncode}){where}"
-    if result.returncode == 2 and events.counts.errors:
+    if events.counts.errors and not events.counts.failed and any("::" not in n for n in events.failing):
+        # modules that could not be collected (pytest went on with the others, and none of them failed)
         judged = [n for n in events.failing if n not in environment] or list(events.failing)
         raised = next((f"{e.get('type')}: {e.get('message')} (raised in {_where(e)})" for e in events.exceptions
                        if str(e.get("nodeid") or "") in judged), None)
