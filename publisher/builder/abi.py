@@ -41,5 +41,8 @@ def check_abi(variant_dir: Path) -> AbiReport:
                 + (f"needs Python {added} (abi3 {PYTHON_ABI} wanted)" if added else "is not in the stable ABI (abi3)")
             )
         for v in obj.check_manylinux(MANYLINUX):
-            violations.append(f"{so.name}: {v.name}@{v.version} from {v.dep} is newer than {MANYLINUX} allows")
+            why = (f": this machine's {'C' if v.dep == 'GLIBC' else 'C++'} library gives it, and publisher's glibc "
+                   "compat layer has no older stand-in for it; build in the manylinux_2_28 "
+                   "image (--backend docker) or on an older system" if v.dep in ("GLIBC", "GLIBCXX", "CXXABI") else "")
+            violations.append(f"{so.name}: {v.name}@{v.version} from {v.dep} is newer than {MANYLINUX} allows{why}")
     return AbiReport(tuple(checked), tuple(violations))

@@ -10,7 +10,7 @@ from pathlib import Path
 import ninja
 
 from publisher import runner
-from publisher.builder import depends, flags
+from publisher.builder import depends, flags, glibc_compat
 from publisher.builder.backend import LineSink
 from publisher.builder.inputs import project_files
 from publisher.builder.jobserver import JobServer
@@ -25,7 +25,7 @@ from publisher.toolchains.provision import Toolchain
 RESOURCES = DATA_DIR
 _CXX = {".cpp", ".cc", ".cxx", ".c++", ".C"}
 _HEADERS = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tcc"}
-# glibc >= 2.32 symbol libstdc++ headers reference; see resources/glibc_compat.c
+# glibc >= 2.32 symbol libstdc++ headers reference; see resources/glibc_compat.c and builder/glibc_compat.py
 _SINGLE_THREADED = "-D__libc_single_threaded=publisher_libc_single_threaded"
 
 
@@ -67,8 +67,9 @@ def compile_variant(
     work_dir.mkdir(parents=True, exist_ok=True)
     gen = work_dir / "include"
     gen.mkdir(exist_ok=True)
-    for name in ("registration.h", "glibc_compat.h", "glibc_compat.c"):
-        _copy_if_changed(RESOURCES / name, gen / name)
+    for name in ("registration.h", "glibc_compat.c"):
+        write_if_changed(gen / name, (RESOURCES / name).read_text())
+    write_if_changed(gen / "glibc_compat.h", glibc_compat.header_text())
 
     stable = project.config.framework.stable_abi.get(backend)
     if stable and planned.variant.framework != "torch-stable-abi":
@@ -136,8 +137,9 @@ def compile_variant(
             )
     if not compiles:
         raise BuildFailed(f"{project.build_toml}: no compilable sources for the {backend} backend")
+    # C11: no C23 redirect of glibc >= 2.38 applies to the file that defines their targets
     compiles.append(Compile(gen / "glibc_compat.c", work_dir / "obj" / "_glibc_compat.o", "cc",
-                            ("-fPIC", "-O2")))
+                            ("-fPIC", "-O2", "-std=gnu11")))
 
     library = work_dir / f"{ops_id}.abi3.so"
     link = [f"-L{d}" for d in toolchain.library_dirs] + flags.torch_libraries(backend)
@@ -208,12 +210,6 @@ def _cudart(toolchain: Toolchain) -> str:
         if found:
             return f"-l:{found[0].name}"
     raise BuildFailed("libcudart not found in the toolchain (is the CUDA runtime installed?)")
-
-
-def _copy_if_changed(src: Path, dst: Path) -> None:
-    data = src.read_bytes()
-    if not dst.exists() or dst.read_bytes() != data:
-        dst.write_bytes(data)
 
 
 def _remove_other_libraries(work_dir: Path, keep: Path) -> None:
