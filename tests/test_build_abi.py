@@ -11,7 +11,6 @@ import pytest
 
 from publisher.builder import glibc_compat
 from publisher.builder.abi import check_abi
-from publisher.builder.compile import _SINGLE_THREADED
 
 SOURCE = """
 #include <memory>
@@ -34,7 +33,7 @@ def _build(tmp_path, name, shim: bool):
     out = tmp_path / name
     out.mkdir()
     (tmp_path / "glibc_compat.h").write_text(glibc_compat.header_text())
-    flags = ["-include", str(tmp_path / "glibc_compat.h"), _SINGLE_THREADED] if shim else []
+    flags = ["-include", str(tmp_path / "glibc_compat.h")] if shim else []
     objs = [str(out / "t.o")]
     subprocess.run(["g++", "-O2", "-fPIC", *flags, "-c", str(tmp_path / "t.cpp"), "-o", objs[0]], check=True)
     if shim:
@@ -104,6 +103,21 @@ unsigned long long parse_ull(const char *s) { return __isoc23_strtoull(s, 0, 16)
 int scan_two(const char *s) { int a = 0, b = 0; return __isoc23_sscanf(s, "%d %d", &a, &b) == 2 ? a * 100 + b : -1; }
 """
 
+# What code compiled before the build references directly (a static libstdc++, as the GPU machine's gcc 13 links):
+# glibc 2.33's stat functions, 2.36's arc4random, 2.32's __libc_single_threaded. This glibc (>= 2.36) has them all.
+PRECOMPILED_CALLER = """
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+extern char __libc_single_threaded;
+long long size_of(const char *path) { struct stat64 st; return stat64(path, &st) == 0 ? (long long)st.st_size : -1; }
+long long lsize_of(const char *path) { struct stat st; return lstat(path, &st) == 0 ? (long long)st.st_size : -1; }
+long long fsize_of(int fd) { struct stat64 st; return fstat64(fd, &st) == 0 ? (long long)st.st_size : -1; }
+int distinct_randoms(void) { uint32_t a = arc4random(), b = arc4random(); return a != b || arc4random_uniform(7) < 7; }
+int single_threaded(void) { return __libc_single_threaded; }
+"""
+
 
 def _undefined(library: Path) -> str:
     return subprocess.run(["nm", "-D", "--undefined-only", str(library)], capture_output=True, text=True,
@@ -111,13 +125,32 @@ def _undefined(library: Path) -> str:
 
 
 @pytest.mark.parametrize("shim", [False, True], ids=["plain", "shimmed"])
-def test_the_c23_symbols_of_glibc_2_38_are_defined_in_the_library_by_the_shim(tmp_path, shim):
-    """Every glibc >= 2.38 build asks for __isoc23_strtol & co. (5 violations on each real project built on the
-    GPU machine's glibc 2.39): the shim defines them inside the library as the classic functions, so the library
-    asks glibc for none and computes what a build on an older glibc computes (0b101 is not read as binary)."""
-    (tmp_path / "c23.c").write_text(ISOC23_CALLER)
-    objs = [str(tmp_path / "c23.o")]
-    subprocess.run(["gcc", "-O2", "-fPIC", "-c", str(tmp_path / "c23.c"), "-o", objs[0]], check=True)
+def test_what_precompiled_code_asks_of_a_newer_glibc_is_defined_in_the_library_by_the_shim(tmp_path, shim):
+    """The GPU machine's gcc 13 links libstdc++ statically: its objects ask for arc4random@2.36, stat64@2.33,
+    fstat64@2.33 and __libc_single_threaded@2.32 (4 violations on every real project built there). The shim
+    defines each inside the library, through what glibc 2.28 exports, with the same results."""
+    library = _link_c(tmp_path, PRECOMPILED_CALLER, shim)
+    if not shim:
+        assert {"stat64", "fstat64", "arc4random"} <= set(re.findall(r"U (\w+)@", _undefined(library)))
+        return
+    assert not re.search(r"\b(l?stat64|fstat64|lstat|arc4random\w*|__libc_single_threaded)@", _undefined(library))
+    assert check_abi(library.parent).ok, check_abi(library.parent).violations
+    lib = ctypes.CDLL(str(library))
+    lib.size_of.restype = lib.lsize_of.restype = lib.fsize_of.restype = ctypes.c_longlong
+    probe = tmp_path / "probe.bin"
+    probe.write_bytes(b"x" * 1234)
+    assert lib.size_of(str(probe).encode()) == 1234 and lib.lsize_of(str(probe).encode()) == 1234
+    assert lib.size_of(str(tmp_path / "absent").encode()) == -1
+    with probe.open("rb") as fh:
+        assert lib.fsize_of(fh.fileno()) == 1234
+    assert lib.distinct_randoms() == 1
+    assert lib.single_threaded() == 0  # "maybe multi-threaded", what glibc < 2.32 answers
+
+
+def _link_c(tmp_path: Path, source: str, shim: bool) -> Path:
+    (tmp_path / "caller.c").write_text(source)
+    objs = [str(tmp_path / "caller.o")]
+    subprocess.run(["gcc", "-O2", "-fPIC", "-c", str(tmp_path / "caller.c"), "-o", objs[0]], check=True)
     if shim:
         objs.append(str(tmp_path / "compat.o"))
         subprocess.run(["gcc", "-O2", "-fPIC", "-std=gnu11", "-c", str(glibc_compat.SOURCE), "-o", objs[1]],
@@ -126,6 +159,16 @@ def test_the_c23_symbols_of_glibc_2_38_are_defined_in_the_library_by_the_shim(tm
     out.mkdir()
     library = out / "x.abi3.so"
     subprocess.run(["gcc", "-shared", *objs, "-o", str(library)], check=True)
+    return library
+
+
+@pytest.mark.parametrize("shim", [False, True], ids=["plain", "shimmed"])
+def test_the_c23_symbols_of_glibc_2_38_are_defined_in_the_library_by_the_shim(tmp_path, shim):
+    """Every glibc >= 2.38 build asks for __isoc23_strtol & co. (5 violations on each real project built on the
+    GPU machine's glibc 2.39): the shim defines them inside the library as the classic functions, so the library
+    asks glibc for none and computes what a build on an older glibc computes (0b101 is not read as binary)."""
+    library = _link_c(tmp_path, ISOC23_CALLER, shim)
+    out = library.parent
     if not shim:
         assert "__isoc23_strtol" in _undefined(library)  # what glibc < 2.38 cannot resolve
         return

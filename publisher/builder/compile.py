@@ -25,8 +25,6 @@ from publisher.toolchains.provision import Toolchain
 RESOURCES = DATA_DIR
 _CXX = {".cpp", ".cc", ".cxx", ".c++", ".C"}
 _HEADERS = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp", ".tcc"}
-# glibc >= 2.32 symbol libstdc++ headers reference; see resources/glibc_compat.c and builder/glibc_compat.py
-_SINGLE_THREADED = "-D__libc_single_threaded=publisher_libc_single_threaded"
 
 
 def cuda_include_dirs(cuda_home: str, platform: str) -> list[str]:
@@ -77,7 +75,8 @@ def compile_variant(
     base_defines = flags.defines(backend, stable)
     header_names_ops = any(flags.OPS_MACRO.encode() in path.read_bytes()
                            for path in project_files(project) if path.suffix in _HEADERS)
-    compat = ["-include", str(gen / "glibc_compat.h"), _SINGLE_THREADED]
+    # glibc_compat.c, linked into the library, defines what the header cannot bind to an older glibc symbol
+    compat = ["-include", str(gen / "glibc_compat.h")]
     system_includes = [*toolchain.include_dirs, toolchain.python_include]
     cuda_includes = cuda_include_dirs(toolchain.cuda_home, planned.toolchain.platform) if toolchain.cuda_home else []
 

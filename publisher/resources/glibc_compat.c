@@ -4,8 +4,7 @@
    (compile.py): no C23 header redirects apply to this file itself.
 
    1. glibc 2.32: libstdc++ (gcc >= 11) reads __libc_single_threaded to skip
-      atomic reference counting; the build renames that variable to this
-      hidden one (-D__libc_single_threaded=...), which always says "maybe
+      atomic reference counting. Defined here, hidden, always saying "maybe
       multi-threaded": the answer older glibc gives.
 
    2. glibc 2.38: with _GNU_SOURCE (g++ always defines it) or C23, <stdlib.h>,
@@ -14,17 +13,28 @@
       0b/0B binary prefix. Each is defined here, hidden, as the classic
       function: what the same source compiled against glibc < 2.38 calls
       (binary prefixes are read as on those systems: not at all).
-      The list is every __isoc23_* symbol glibc 2.38-2.41 exports. */
+      The list is every __isoc23_* symbol glibc 2.38-2.41 exports.
 
+   3. Code compiled before the build (a toolchain that links libstdc++
+      statically, as the GPU machine's gcc 13 does) references what its glibc
+      had: arc4random (2.36, libstdc++'s random_device), stat64, fstat64, ...
+      (2.33, before which they were inline calls of __xstat64 & co.). Defined
+      here, hidden: arc4random from the getrandom system call, the stat family
+      through the __xstat entry points every glibc still exports. */
+
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #define PUBLISHER_HIDDEN __attribute__((visibility("hidden")))
 
-PUBLISHER_HIDDEN char publisher_libc_single_threaded = 0;
+PUBLISHER_HIDDEN char __libc_single_threaded = 0;
 
 #define PUBLISHER_STRTO(type, name, classic, chr) \
   PUBLISHER_HIDDEN type name(const chr *s, chr **end, int base) { return classic(s, end, base); }
@@ -82,3 +92,83 @@ PUBLISHER_HIDDEN int __isoc23_wscanf(const wchar_t *format, ...) {
   va_end(ap);
   return n;
 }
+
+/* 3. arc4random: random bytes from the kernel, as glibc 2.36 takes them. */
+static void publisher_random_bytes(void *buffer, size_t size) {
+  unsigned char *p = buffer;
+  while (size > 0) {
+    long got = syscall(SYS_getrandom, p, size, 0);
+    if (got > 0) {
+      p += got;
+      size -= (size_t)got;
+    } else if (got < 0 && errno == EINTR) {
+      continue;
+    } else {
+      FILE *urandom = fopen("/dev/urandom", "rbe");
+      size_t n = urandom ? fread(p, 1, size, urandom) : 0;
+      if (urandom) fclose(urandom);
+      if (n < size) abort(); /* glibc's arc4random aborts likewise when it gets no randomness */
+      return;
+    }
+  }
+}
+
+PUBLISHER_HIDDEN uint32_t arc4random(void) {
+  uint32_t value;
+  publisher_random_bytes(&value, sizeof value);
+  return value;
+}
+
+PUBLISHER_HIDDEN void arc4random_buf(void *buffer, size_t size) { publisher_random_bytes(buffer, size); }
+
+PUBLISHER_HIDDEN uint32_t arc4random_uniform(uint32_t upper) {
+  if (upper < 2) return 0;
+  uint32_t least = -upper % upper; /* 2**32 % upper: below it, the modulo would favour small values */
+  for (;;) {
+    uint32_t r = arc4random();
+    if (r >= least) return r % upper;
+  }
+}
+
+/* 3. The stat family of glibc 2.33, through the entry points older glibc inlined calls to (their
+   version argument is the kernel's struct layout: 1 on x86_64, 0 on aarch64). */
+#if defined(__x86_64__) || defined(__aarch64__)
+#if defined(__x86_64__)
+#define PUBLISHER_STAT_VER 1
+#define PUBLISHER_XSTAT_VERSION "GLIBC_2.2.5"
+#define PUBLISHER_FXSTATAT_VERSION "GLIBC_2.4"
+#else
+#define PUBLISHER_STAT_VER 0
+#define PUBLISHER_XSTAT_VERSION "GLIBC_2.17"
+#define PUBLISHER_FXSTATAT_VERSION "GLIBC_2.17"
+#endif
+__asm__(".symver publisher_xstat,__xstat@" PUBLISHER_XSTAT_VERSION);
+__asm__(".symver publisher_lxstat,__lxstat@" PUBLISHER_XSTAT_VERSION);
+__asm__(".symver publisher_fxstat,__fxstat@" PUBLISHER_XSTAT_VERSION);
+__asm__(".symver publisher_fxstatat,__fxstatat@" PUBLISHER_FXSTATAT_VERSION);
+__asm__(".symver publisher_xstat64,__xstat64@" PUBLISHER_XSTAT_VERSION);
+__asm__(".symver publisher_lxstat64,__lxstat64@" PUBLISHER_XSTAT_VERSION);
+__asm__(".symver publisher_fxstat64,__fxstat64@" PUBLISHER_XSTAT_VERSION);
+__asm__(".symver publisher_fxstatat64,__fxstatat64@" PUBLISHER_FXSTATAT_VERSION);
+extern int publisher_xstat(int, const char *, void *);
+extern int publisher_lxstat(int, const char *, void *);
+extern int publisher_fxstat(int, int, void *);
+extern int publisher_fxstatat(int, int, const char *, void *, int);
+extern int publisher_xstat64(int, const char *, void *);
+extern int publisher_lxstat64(int, const char *, void *);
+extern int publisher_fxstat64(int, int, void *);
+extern int publisher_fxstatat64(int, int, const char *, void *, int);
+/* no <sys/stat.h>: its declarations (struct stat, or inline definitions on glibc < 2.33) stay out of this file */
+PUBLISHER_HIDDEN int stat(const char *path, void *buf) { return publisher_xstat(PUBLISHER_STAT_VER, path, buf); }
+PUBLISHER_HIDDEN int lstat(const char *path, void *buf) { return publisher_lxstat(PUBLISHER_STAT_VER, path, buf); }
+PUBLISHER_HIDDEN int fstat(int fd, void *buf) { return publisher_fxstat(PUBLISHER_STAT_VER, fd, buf); }
+PUBLISHER_HIDDEN int fstatat(int dirfd, const char *path, void *buf, int flags) {
+  return publisher_fxstatat(PUBLISHER_STAT_VER, dirfd, path, buf, flags);
+}
+PUBLISHER_HIDDEN int stat64(const char *path, void *buf) { return publisher_xstat64(PUBLISHER_STAT_VER, path, buf); }
+PUBLISHER_HIDDEN int lstat64(const char *path, void *buf) { return publisher_lxstat64(PUBLISHER_STAT_VER, path, buf); }
+PUBLISHER_HIDDEN int fstat64(int fd, void *buf) { return publisher_fxstat64(PUBLISHER_STAT_VER, fd, buf); }
+PUBLISHER_HIDDEN int fstatat64(int dirfd, const char *path, void *buf, int flags) {
+  return publisher_fxstatat64(PUBLISHER_STAT_VER, dirfd, path, buf, flags);
+}
+#endif

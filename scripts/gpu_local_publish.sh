@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Developer script, for the GPU machine (glibc 2.39, gcc 13, no Docker): what a user does there, with
+# nothing installed by hand. For each real kernel-builder project in $BUNDLE/projects/ (unmodified copies)
+# and the example kernel: `publisher build --local`, the ABI check of every variant it wrote (0 violations
+# wanted), `publisher test`; then `publisher init` -> build --local -> test -> push of a new CUDA kernel to
+# `publisher hub-server` (an untrusted org) with the consumer load push makes. The cpu variants built here
+# come back as $OUT/cpu-variants.tar.gz, to be loaded and tested on a machine with an older glibc.
+#   bash scripts/gpu_local_publish.sh          (from the repository root, .gpu-bundle/ carried)
+# $BUNDLE/whl holds publisher's dependencies the machine lacks, and the declared test dependencies of the
+# projects (found there through PIP_FIND_LINKS: the machine has no index).
+set -uo pipefail
+BUNDLE=${BUNDLE:-.gpu-bundle}
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$BUNDLE"/whl/*.whl
+export PYTHONPATH=/tmp/site
+python3 -m pip install -q --no-deps --no-build-isolation --no-index . 2>&1 | tail -2
+export PIP_FIND_LINKS=$PWD/$BUNDLE/test-whl PIP_NO_INDEX=1  # the overlay of declared test dependencies
+work=$(mktemp -d)
+summary="$OUT/summary.txt"
+{ ldd --version | head -1; gcc --version | head -1; nproc; python3 -c 'import torch; print("torch", torch.__version__)'
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } | tee "$summary"
+
+report() {  # project dir -> one line: variants, ABI violations, test verdicts
+  python3 - "$1" <<'PY'
+import json, sys
+from pathlib import Path
+root = Path(sys.argv[1])
+state = root / "build/.publisher"
+def load(name):
+    try:
+        return json.loads((state / name).read_text())
+    except (OSError, ValueError):
+        return {}
+built = load("build-report.json")
+built = built.get("variants", built)
+tests = load("test-report.json")
+tests = tests.get("variants", tests)
+for name, entry in sorted(built.items()):
+    if not isinstance(entry, dict):
+        continue
+    abi = entry.get("abi") or {}
+    test = tests.get(name) or {}
+    counts = test.get("tests") or {}
+    print(f"{root.name} {name} state={entry.get('state')} abi_violations={len(abi.get('violations') or [])} "
+          f"test={test.get('status')} passed={counts.get('passed')} failed={counts.get('failed')} "
+          f"skipped={counts.get('skipped')} {(test.get('reason') or '')[:160]}")
+    for v in (abi.get("violations") or [])[:3]:
+        print("   ", v[:200])
+PY
+}
+
+for src in "$BUNDLE"/projects/* kernel_projects/rmsnorm; do
+  name=$(basename "$src")
+  cp -r "$src" "$work/$name" && rm -rf "$work/$name/build"
+  start=$(date +%s)
+  publisher build "$work/$name" --local --no-hub-cache >"$OUT/build-$name.log" 2>&1
+  rc_build=$?
+  publisher test "$work/$name" >"$work/test-$name.log" 2>&1
+  rc_test=$?
+  echo "== $name: build exit $rc_build, test exit $rc_test, $(( $(date +%s) - start )) s" | tee -a "$summary"
+  report "$work/$name" | tee -a "$summary"
+  tar -C "$work/$name/build" -czf "$work/cpu-$name.tar.gz" $(cd "$work/$name/build" && ls -d *-cpu-* 2>/dev/null) 2>/dev/null
+done
+cat "$work"/test-*.log > "$OUT/tests.log"
+
+echo "== init -> build --local -> test -> push (hub-server, untrusted org)" | tee -a "$summary"
+. "$(dirname "${BASH_SOURCE[0]}")/hub_server.sh"
+start_hub_server "$work" || exit 1
+(cd "$work" && publisher init gpu-org/fresh-kernel fresh >/dev/null) && {
+  # a declared test dependency the machine lacks (torch's own TestCase needs expecttest): installed for the run
+  echo 'test-depends = ["expecttest"]' >"$work/fresh/publisher.toml"
+  printf '%s\n' "from torch.testing._internal.common_utils import TestCase" "" "" "class TestImports(TestCase):" \
+    "    def test_torch_testcase(self):" "        self.assertEqual(1, 1)" >"$work/fresh/tests/test_declared.py"
+  publisher build "$work/fresh" --local --no-hub-cache 2>&1 | tail -3
+  publisher test "$work/fresh" 2>&1 | tail -3
+  report "$work/fresh" | tee -a "$summary"
+  publisher push gpu-org/fresh-kernel "$work/fresh" --partial >"$OUT/push.log" 2>&1
+  echo "push exit: $?" | tee -a "$summary"
+  grep -E "consumer|PP1|PP4|loaded|published" "$OUT/push.log" | head -8 | tee -a "$summary"
+}
+mkdir -p "$work/cpu" && for t in "$work"/cpu-*.tar.gz; do
+  [ -s "$t" ] || continue
+  n=$(basename "$t" .tar.gz); mkdir -p "$work/cpu/${n#cpu-}" && tar -C "$work/cpu/${n#cpu-}" -xzf "$t"
+done
+tar -C "$work/cpu" -czf "$OUT/cpu-variants.tar.gz" .
+echo DONE | tee -a "$summary"
