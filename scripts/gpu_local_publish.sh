@@ -51,19 +51,12 @@ for name, entry in sorted(built.items()):
 PY
 }
 
-for src in "$BUNDLE"/projects/* kernel_projects/rmsnorm; do
-  name=$(basename "$src")
-  cp -r "$src" "$work/$name" && rm -rf "$work/$name/build"
-  start=$(date +%s)
-  publisher build "$work/$name" --local --no-hub-cache >"$OUT/build-$name.log" 2>&1
-  rc_build=$?
-  publisher test "$work/$name" >"$work/test-$name.log" 2>&1
-  rc_test=$?
-  echo "== $name: build exit $rc_build, test exit $rc_test, $(( $(date +%s) - start )) s" | tee -a "$summary"
-  report "$work/$name" | tee -a "$summary"
-  tar -C "$work/$name/build" -czf "$work/cpu-$name.tar.gz" $(cd "$work/$name/build" && ls -d *-cpu-* 2>/dev/null) 2>/dev/null
-done
-cat "$work"/test-*.log > "$OUT/tests.log"
+keep_cpu() {  # the project's cpu variants (and its tests/), into $OUT/cpu-variants.tar.gz, as they come
+  mkdir -p "$work/cpu/$1"
+  for v in "$work/$1"/build/*-cpu-*; do [ -d "$v" ] && cp -r "$v" "$work/cpu/$1/"; done
+  [ -d "$work/$1/tests" ] && cp -r "$work/$1/tests" "$work/cpu/$1/"
+  tar -C "$work/cpu" -czf "$OUT/cpu-variants.tar.gz" .
+}
 
 echo "== init -> build --local -> test -> push (hub-server, untrusted org)" | tee -a "$summary"
 . "$(dirname "${BASH_SOURCE[0]}")/hub_server.sh"
@@ -79,10 +72,20 @@ start_hub_server "$work" || exit 1
   publisher push gpu-org/fresh-kernel "$work/fresh" --partial >"$OUT/push.log" 2>&1
   echo "push exit: $?" | tee -a "$summary"
   grep -E "consumer|PP1|PP4|loaded|published" "$OUT/push.log" | head -8 | tee -a "$summary"
+  keep_cpu fresh
 }
-mkdir -p "$work/cpu" && for t in "$work"/cpu-*.tar.gz; do
-  [ -s "$t" ] || continue
-  n=$(basename "$t" .tar.gz); mkdir -p "$work/cpu/${n#cpu-}" && tar -C "$work/cpu/${n#cpu-}" -xzf "$t"
+ORDER=${ORDER:-"relu activation tinygrad-rms quantization-gptq mra cv-utils yoso deformable-detr rotary rmsnorm"}
+for src in $(for p in $ORDER; do echo "$BUNDLE/projects/$p"; done) kernel_projects/rmsnorm; do
+  name=$(basename "$src")
+  cp -r "$src" "$work/$name" && rm -rf "$work/$name/build"
+  start=$(date +%s)
+  timeout "${BUILD_LIMIT:-300}" publisher build "$work/$name" --local --no-hub-cache >"$OUT/build-$name.log" 2>&1
+  rc_build=$?
+  publisher test "$work/$name" >"$work/test-$name.log" 2>&1
+  rc_test=$?
+  echo "== $name: build exit $rc_build, test exit $rc_test, $(( $(date +%s) - start )) s" | tee -a "$summary"
+  report "$work/$name" | tee -a "$summary"
+  keep_cpu "$name"
+  cat "$work"/test-*.log > "$OUT/tests.log"
 done
-tar -C "$work/cpu" -czf "$OUT/cpu-variants.tar.gz" .
 echo DONE | tee -a "$summary"

@@ -265,6 +265,47 @@ def test_a_kernel_module_named_like_a_standard_or_installed_module_shadows_nothi
         assert _calls(entry)["op halve"]["outcome"] == "exercised"
 
 
+CUDA_ONLY_TEST = """\
+import torch
+
+import halve
+
+
+def test_halve_on_cuda():
+    x = torch.ones(4, device="cuda")
+    assert torch.equal(halve.halve(x), torch.full((4,), 0.5, device="cuda"))
+"""
+CPU_TEST = """\
+import torch
+
+import halve
+
+
+def test_halve_on_the_cpu():
+    assert torch.equal(halve.halve(torch.ones(4)), torch.full((4,), 0.5))
+"""
+
+
+def test_tests_that_ask_for_the_hidden_accelerator_do_not_fail_a_cpu_variant(tmp_path):
+    """kernels-community activation: its tests ask for CUDA, which a cpu variant's tests do not see; on the GPU
+    machine the cpu variant was `failed` ("No CUDA GPUs are available") though they never called its kernel."""
+    project = _noarch(tmp_path / "halve", "halve", HALVE_INIT, **{"tests/test_cuda.py": CUDA_ONLY_TEST})
+    rc, entry = _test(project)
+    assert (rc, entry["status"]) == (1, "untested"), entry
+    assert "ask for CUDA" in entry["reason"] and "nothing judged the cpu variant" in entry["reason"]
+    assert "torch.cuda.is_available()" in entry["fix"]
+    # beside a test that judges it, the variant passes on that one, and the report says what did not run
+    (project / "tests/test_cpu.py").write_text(CPU_TEST)
+    rc, entry = _test(project)
+    assert (rc, entry["status"]) == (0, "passed"), entry
+    assert entry["tests"]["passed"] == 1
+    assert any("ask for CUDA" in w for w in entry["warnings"]), entry["warnings"]
+    # a real failure beside them still fails it
+    (project / "tests/test_cpu.py").write_text(CPU_TEST.replace("0.5", "0.25"))
+    rc, entry = _test(project)
+    assert (rc, entry["status"]) == (1, "failed"), entry
+
+
 def test_a_smoke_test_that_could_call_nothing_is_untested_not_passed(tmp_path):
     project = _noarch(tmp_path / "models", "models", ONLY_MODELS_INIT)
     rc, entry = _test(project)

@@ -7,6 +7,7 @@ runtime, signs of a device) are in resources/accelerators.yaml."""
 from __future__ import annotations
 
 import glob
+import re
 import shutil
 from dataclasses import dataclass
 
@@ -54,4 +55,13 @@ def missing_accelerator(backend: str, platform: str) -> str | None:
                 or any(shutil.which(program) for program in signs.get("programs") or ()):
             return None
         return f"needs a {entry['name']} device; this machine shows none"
+    return None
+
+
+def asked_for_hidden(message: str, hidden: tuple[str, ...] | list[str]) -> str | None:
+    """The hidden accelerator a test's error says it asked for (torch's words for a missing device), or None."""
+    for entry in read_yaml("accelerators.yaml")["accelerators"]:
+        words = entry.get("absent_words")
+        if entry["name"] in hidden and words and re.search(words, message or ""):
+            return str(entry["name"])
     return None

@@ -164,10 +164,10 @@ def _kernel(target: VariantUnderTest, tmp: Path) -> verdict.Kernel:
     return verdict.Kernel(names, paths)
 
 
-def _environment(env: TestEnvironment, target: VariantUnderTest) -> verdict.Environment:
+def _environment(env: TestEnvironment, target: VariantUnderTest, hidden: tuple[str, ...]) -> verdict.Environment:
     project_root = target.tests_dir.parent if target.tests_dir is not None else None
     declared = frozenset(provided_modules(declared_test_depends(project_root)))
-    return verdict.Environment(env.python, env.origin, declared)
+    return verdict.Environment(env.python, env.origin, declared, hidden)
 
 
 def run_variant(
@@ -242,13 +242,14 @@ def run_variant(
         smoke = read_smoke(smoke_log) if suite == verdict.SMOKE else None
         device = _read_json(tmp / "device.json") or probed or {}
         outcome = verdict.judge(run, events, suite=suite, accelerator=accelerator, tests=tmp / "tests",
-                                kernel=_kernel(target, tmp), env=_environment(env, target), options=options,
+                                kernel=_kernel(target, tmp), env=_environment(env, target, hiding.hidden if hiding else ()),
+                                options=options,
                                 smoke=smoke)
         return result(outcome.status, on_hardware=outcome.on_hardware, reason=outcome.reason, fix=outcome.fix,
                       suite=outcome.suite or suite, checks=outcome.checks, modules=outcome.modules, device=device,
                       tests=events.counts,
                       output_tail=report.tail(run.output),
                       smoke=tuple(c.entry() for c in smoke.calls) if smoke else (),
-                      warnings=smoke.warnings if smoke else ())
+                      warnings=(smoke.warnings if smoke else ()) + outcome.warnings)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

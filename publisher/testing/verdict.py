@@ -32,6 +32,7 @@ from publisher.options import TestOptions
 from publisher.project.resources import general_python_depends
 from publisher.runner import RunResult
 from publisher.testing import protocol
+from publisher.testing.accelerators import asked_for_hidden
 from publisher.testing.report import OPS_RUN, EventSummary
 from publisher.testing.smoke import FATAL, SmokeLog, describe_call
 from publisher.testing.test_depends import DECLARE_HINT, implicit_requirement, pypi_name
@@ -53,6 +54,7 @@ class Outcome:
     suite: str = ""  # what the verdict rests on, when not what ran (ops-run: only adopt's generated tests)
     checks: tuple[tuple[str, int], ...] = ()  # ops-run: (("ran", n), ("reference", m)); (("needs-inputs", k),)
     modules: tuple[dict, ...] = ()  # test modules that could not be collected: {module, status, reason, fix} each
+    warnings: tuple[str, ...] = ()  # what the verdict does not rest on (tests that could not test this variant)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ class Environment:
     python: str
     origin: str
     declared: frozenset[str]  # top-level modules the project declares for its tests
+    hidden: tuple[str, ...] = ()  # accelerators hidden from the tests (a cpu variant's: "CUDA", ...)
 
 
 @dataclass(frozen=True)
@@ -92,12 +95,17 @@ class _Lack:
     module: str | None = None  # a missing module's top-level name
     fix: str = ""  # for what is not a missing module
     in_kernel: str = ""  # the kernel's own file that imports the missing module (not one loading the kernel imports)
+    hidden: str = ""  # the hidden accelerator the test asked for (it cannot test a cpu variant)
 
 
-def _blame_environment(exception: dict, kernel: Kernel) -> _Lack | None:
+def _blame_environment(exception: dict, kernel: Kernel, env: Environment) -> _Lack | None:
     """The environment problem a failing test's exception shows, or None when it is the kernel's (or its test's) word."""
     kind, file = exception.get("type"), exception.get("file")
     node = str(exception.get("nodeid") or "")
+    device = asked_for_hidden(str(exception.get("message") or ""), env.hidden) if env.hidden else None
+    if device:
+        return _Lack(node, f"{_tests_path(node)} asks for {device}, which a cpu variant's tests do not see (its users "
+                           f"have none): {exception.get('message')}", hidden=device)
     if kind in ("ModuleNotFoundError", "ImportError"):
         module = exception.get("module") or next(iter(_MISSING_MODULE_RE.findall(str(exception.get("message")))), None)
         top = str(module).split(".")[0] if module else None
@@ -140,7 +148,7 @@ def _tests_path(file: str) -> str:
     return "/".join(parts[parts.index("tests"):]) if "tests" in parts else Path(file).name
 
 
-def _lacks(events: EventSummary, kernel: Kernel) -> tuple[list[_Lack], bool]:
+def _lacks(events: EventSummary, kernel: Kernel, env: Environment) -> tuple[list[_Lack], bool]:
     """The environment problems among the failing tests, and whether every failing test is one."""
     by_node: dict[str, dict] = {}
     for exception in events.exceptions:
@@ -148,7 +156,7 @@ def _lacks(events: EventSummary, kernel: Kernel) -> tuple[list[_Lack], bool]:
     lacks, all_environment = [], bool(events.failing)
     for node in dict.fromkeys(events.failing):
         exception = by_node.get(node)
-        lack = _blame_environment(exception, kernel) if exception else None
+        lack = _blame_environment(exception, kernel, env) if exception else None
         if lack is None:
             all_environment = False
         else:
@@ -237,8 +245,11 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
         return Outcome("passed", on_hardware=True, **_rests_on(events))
     if suite in (SMOKE, LOAD_CHECK):
         return _smoke_verdict(run, events, smoke, options)
-    lacks, all_environment = _lacks(events, kernel)
+    lacks, all_environment = _lacks(events, kernel, env)
     modules = _module_lines(lacks, env)
+    if lacks and all_environment and all(lack.hidden for lack in lacks) and not events.unfinished \
+            and not run.timed_out:
+        return _asked_for_hidden(lacks, events)
     if lacks and all_environment and not events.unfinished and not run.timed_out:
         # the worst of the modules: those that ran and passed are counted, the verdict is the others' error
         return Outcome("error", _lack_reason(lacks, env, events.counts.passed), _fix(lacks, env), modules=modules)
@@ -256,6 +267,19 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
     if lacks:
         reason += f"; besides, {len(lacks)} test(s) could not run: {lacks[0].what}"
     return Outcome("failed", reason, on_hardware=True, modules=modules)
+
+
+def _asked_for_hidden(lacks: list[_Lack], events: EventSummary) -> Outcome:
+    """Every failing test asked for an accelerator a cpu variant's tests do not see: they cannot test it (like a
+    skip). What passed judged it; with none passed, nothing did."""
+    devices = ", ".join(dict.fromkeys(lack.hidden for lack in lacks))
+    said = (f"{len(lacks)} test(s) ask for {devices}, which a cpu variant's tests do not see (its users have none): "
+            f"{lacks[0].nodeid}")
+    fix = (f"have those tests pick the device by availability ('cuda' if torch.cuda.is_available() else 'cpu'), or "
+           f"skip them without {devices}, so that they judge the cpu variant too")
+    if events.counts.passed:
+        return Outcome("passed", on_hardware=True, warnings=(f"{said}; they judged nothing of it ({fix})",))
+    return Outcome("untested", f"{said}; nothing judged the cpu variant", fix=fix)
 
 
 def _not_judged(needs: tuple[str, ...], unregistered: tuple[str, ...]) -> Outcome:
