@@ -63,7 +63,7 @@ echo "== init -> build --local -> test -> push (hub-server, untrusted org)" | te
 start_hub_server "$work" || exit 1
 (cd "$work" && publisher init gpu-org/fresh-kernel fresh >/dev/null) && {
   # a declared test dependency the machine lacks (torch's own TestCase needs expecttest): installed for the run
-  echo 'test-depends = ["expecttest"]' >"$work/fresh/publisher.toml"
+  echo 'test-depends = ["expecttest", "numpy"]' >"$work/fresh/publisher.toml"
   printf '%s\n' "from torch.testing._internal.common_utils import TestCase" "" "" "class TestImports(TestCase):" \
     "    def test_torch_testcase(self):" "        self.assertEqual(1, 1)" >"$work/fresh/tests/test_declared.py"
   publisher build "$work/fresh" --local --no-hub-cache 2>&1 | tail -3
@@ -75,7 +75,8 @@ start_hub_server "$work" || exit 1
   keep_cpu fresh
 }
 ORDER=${ORDER:-"relu activation tinygrad-rms quantization-gptq mra cv-utils yoso deformable-detr rotary rmsnorm"}
-for src in $(for p in $ORDER; do echo "$BUNDLE/projects/$p"; done) kernel_projects/rmsnorm; do
+EXAMPLE=${EXAMPLE-kernel_projects/rmsnorm}
+for src in $(for p in $ORDER; do echo "$BUNDLE/projects/$p"; done) $EXAMPLE; do
   name=$(basename "$src")
   cp -r "$src" "$work/$name" && rm -rf "$work/$name/build"
   start=$(date +%s)

@@ -116,6 +116,22 @@ long long lsize_of(const char *path) { struct stat st; return lstat(path, &st) =
 long long fsize_of(int fd) { struct stat64 st; return fstat64(fd, &st) == 0 ? (long long)st.st_size : -1; }
 int distinct_randoms(void) { uint32_t a = arc4random(), b = arc4random(); return a != b || arc4random_uniform(7) < 7; }
 int single_threaded(void) { return __libc_single_threaded; }
+#include <pthread.h>
+static int calls;
+static void init(void) { calls++; }
+static void *twice(void *x) { return (void *)((long)x * 2); }
+int threads_work(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, init);
+  pthread_once(&once, init);
+  pthread_key_t key;
+  if (pthread_key_create(&key, 0) || pthread_setspecific(key, (void *)7) || pthread_getspecific(key) != (void *)7) return -1;
+  pthread_key_delete(key);
+  pthread_t thread;
+  void *result = 0;
+  if (pthread_create(&thread, 0, twice, (void *)21) || pthread_join(thread, &result)) return -2;
+  return calls * 1000 + (int)(long)result;
+}
 """
 
 
@@ -127,13 +143,14 @@ def _undefined(library: Path) -> str:
 @pytest.mark.parametrize("shim", [False, True], ids=["plain", "shimmed"])
 def test_what_precompiled_code_asks_of_a_newer_glibc_is_defined_in_the_library_by_the_shim(tmp_path, shim):
     """The GPU machine's gcc 13 links libstdc++ statically: its objects ask for arc4random@2.36, stat64@2.33,
-    fstat64@2.33 and __libc_single_threaded@2.32 (4 violations on every real project built there). The shim
-    defines each inside the library, through what glibc 2.28 exports, with the same results."""
+    fstat64@2.33, __libc_single_threaded@2.32 and pthread_once@2.34 (4, then 1, violations on every real project
+    built there). The shim defines each inside the library, through what glibc 2.28 exports, same results."""
     library = _link_c(tmp_path, PRECOMPILED_CALLER, shim)
     if not shim:
-        assert {"stat64", "fstat64", "arc4random"} <= set(re.findall(r"U (\w+)@", _undefined(library)))
+        assert {"stat64", "fstat64", "arc4random", "pthread_once"} <= set(re.findall(r"U (\w+)@", _undefined(library)))
         return
     assert not re.search(r"\b(l?stat64|fstat64|lstat|arc4random\w*|__libc_single_threaded)@", _undefined(library))
+    assert "pthread_once@GLIBC_2.2.5" in _undefined(library) or "pthread_once@GLIBC_2.17" in _undefined(library)
     assert check_abi(library.parent).ok, check_abi(library.parent).violations
     lib = ctypes.CDLL(str(library))
     lib.size_of.restype = lib.lsize_of.restype = lib.fsize_of.restype = ctypes.c_longlong
@@ -145,6 +162,7 @@ def test_what_precompiled_code_asks_of_a_newer_glibc_is_defined_in_the_library_b
         assert lib.fsize_of(fh.fileno()) == 1234
     assert lib.distinct_randoms() == 1
     assert lib.single_threaded() == 0  # "maybe multi-threaded", what glibc < 2.32 answers
+    assert lib.threads_work() == 1042  # init once; a thread-specific value; a thread's result
 
 
 def _link_c(tmp_path: Path, source: str, shim: bool) -> Path:

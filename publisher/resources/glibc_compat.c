@@ -18,9 +18,14 @@
    3. Code compiled before the build (a toolchain that links libstdc++
       statically, as the GPU machine's gcc 13 does) references what its glibc
       had: arc4random (2.36, libstdc++'s random_device), stat64, fstat64, ...
-      (2.33, before which they were inline calls of __xstat64 & co.). Defined
-      here, hidden: arc4random from the getrandom system call, the stat family
-      through the __xstat entry points every glibc still exports. */
+      (2.33, before which they were inline calls of __xstat64 & co.), the
+      pthread functions libstdc++ calls (2.34: libpthread merged into libc).
+      Defined here, hidden: arc4random from the getrandom system call, the stat
+      family through the __xstat entry points every glibc still exports, each
+      pthread function as a call of its version of glibc 2.28. The list is what
+      a static libstdc++ (gcc 13, 14) and libgcc ask of glibc 2.41 beyond 2.28,
+      but _dl_find_object (a static libgcc_eh's unwinder), which has no older
+      version: the ABI check names it where it occurs. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -129,6 +134,34 @@ PUBLISHER_HIDDEN uint32_t arc4random_uniform(uint32_t upper) {
     if (r >= least) return r % upper;
   }
 }
+
+/* 3. The pthread functions libstdc++ and libgcc call, bound to their glibc 2.28 version. No <pthread.h>:
+   its prototypes stay out; the types below are those of the x86_64 and aarch64 ABIs. */
+#if defined(__x86_64__) || defined(__aarch64__)
+#if defined(__x86_64__)
+#define PUBLISHER_PTHREAD_VERSION "GLIBC_2.2.5"
+#else
+#define PUBLISHER_PTHREAD_VERSION "GLIBC_2.17"
+#endif
+#define PUBLISHER_PTHREAD(ret, name, params, args)                                   \
+  __asm__(".symver publisher_old_" #name "," #name "@" PUBLISHER_PTHREAD_VERSION); \
+  extern ret publisher_old_##name params;                                         \
+  PUBLISHER_HIDDEN ret name params { return publisher_old_##name args; }
+
+PUBLISHER_PTHREAD(int, pthread_create, (void *thread, const void *attr, void *(*start)(void *), void *arg),
+                  (thread, attr, start, arg))
+PUBLISHER_PTHREAD(int, pthread_detach, (unsigned long thread), (thread))
+PUBLISHER_PTHREAD(int, pthread_join, (unsigned long thread, void **result), (thread, result))
+PUBLISHER_PTHREAD(void *, pthread_getspecific, (unsigned int key), (key))
+PUBLISHER_PTHREAD(int, pthread_setspecific, (unsigned int key, const void *value), (key, value))
+PUBLISHER_PTHREAD(int, pthread_key_create, (unsigned int *key, void (*destructor)(void *)), (key, destructor))
+PUBLISHER_PTHREAD(int, pthread_key_delete, (unsigned int key), (key))
+PUBLISHER_PTHREAD(int, pthread_once, (int *once, void (*init)(void)), (once, init))
+PUBLISHER_PTHREAD(int, pthread_rwlock_rdlock, (void *lock), (lock))
+PUBLISHER_PTHREAD(int, pthread_rwlock_wrlock, (void *lock), (lock))
+PUBLISHER_PTHREAD(int, pthread_rwlock_unlock, (void *lock), (lock))
+PUBLISHER_PTHREAD(int, pthread_sigmask, (int how, const void *set, void *old), (how, set, old))
+#endif
 
 /* 3. The stat family of glibc 2.33, through the entry points older glibc inlined calls to (their
    version argument is the kernel's struct layout: 1 on x86_64, 0 on aarch64). */

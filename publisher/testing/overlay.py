@@ -113,6 +113,10 @@ def _install(folder: Path, requirements: list[str], log: Path | None) -> runner.
     uv = uv_path()
     if uv:
         argv = [uv, "pip", "install", "--quiet", "--no-deps", "--python", sys.executable, "--target", str(folder)]
+        # pip's settings for where packages come from hold for uv too (uv reads only its own)
+        argv += [a for links in os.environ.get("PIP_FIND_LINKS", "").split() for a in ("--find-links", links)]
+        if os.environ.get("PIP_NO_INDEX", "").lower() in ("1", "true", "yes", "on"):
+            argv.append("--no-index")
     else:
         argv = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
                 "--no-warn-conflicts", "--target", str(folder)]
