@@ -3,7 +3,7 @@ interpreter publisher does not own — the one running publisher, the user's
 own environment — installed into an overlay folder publisher owns instead:
 `<cache>/test-overlays/<key>`, keyed by the requirements and the interpreter,
 made once and reused by every later run. The test process adds it to its path
-behind the interpreter's own packages (site.addsitedir, see BOOT), so nothing
+behind the interpreter's own packages (site.addsitedir, testing/start.py), so nothing
 installed there replaces what the interpreter has, and the interpreter itself
 is never changed.
 
@@ -33,11 +33,6 @@ from publisher.errors import EnvironmentProblem
 
 MAX_ROUNDS = 12
 _COMPLETE = ".publisher-overlay.json"
-# The test process starts through this instead of `-m pytest`: the overlay goes on the path behind the
-# interpreter's own packages (its .pth files too), before pytest looks for plugins (a declared pytest plugin
-# loads as an installed one does).
-BOOT = ("import runpy, site, sys; site.addsitedir(sys.argv.pop(1)); "
-        "runpy.run_module('pytest', run_name='__main__', alter_sys=True)")
 
 
 def overlay_root() -> Path:

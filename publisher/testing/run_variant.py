@@ -3,13 +3,14 @@ the source tree, where only that variant is visible to `kernels`:
 
 <tmp>/<name>-torch-ext/<variant> -> the variant. As in kernel-builder's test shell, where the
                                   extension's Nix output has this name: LOCAL_KERNELS=<repo-id>=
-                                  <tmp>/<name>-torch-ext
-<tmp>/import/<python_name>    -> the variant (for tests that `import <name>`; on PYTHONPATH)
+                                  <tmp>/<name>-torch-ext, and PYTHONPATH lists the variant folder
+<tmp>/import/<python_name>    -> the variant (for tests that `import <name>`; first on PYTHONPATH)
 
-The variant folder is the package itself (flat), so it is never on the path: a module of the
-kernel (typing.py, types.py, io.py, a subpackage named `kernels`) is importable only as
-`<python_name>.<module>`, never in place of a standard-library or installed module, in the
-tests, the device probe and the smoke test alike.
+The variant folder is the package itself (flat), so it is never on an interpreter's path (the
+variable lists it for conftest.py files that look for the build there; testing/start.py keeps it
+off sys.path): a module of the kernel (typing.py, types.py, io.py, a subpackage named `kernels`)
+is importable only as `<python_name>.<module>`, never in place of a standard-library or installed
+module, in the tests, the device probe and the smoke test alike.
 <tmp>/tests/                  copy of the project's tests/, or the default smoke test
 <tmp>/conftest.py             publisher's plugin (marker, device fixture, event log)
 <tmp>/publisher_device.py     device.py, for the plugin
@@ -32,11 +33,12 @@ from publisher import runner, state
 from publisher.host import host_platform
 from publisher.options import TestOptions
 from publisher.plan.variants import Variant
-from publisher.testing import overlay, protocol, report, verdict
+from publisher.testing import protocol, report, verdict
 from publisher.testing.accelerators import hiding_for
 from publisher.testing.environment import TestEnvironment
 from publisher.testing.report import VariantTestResult
 from publisher.testing.smoke import read_smoke
+from publisher.testing.start import pytest_command
 from publisher.testing.test_depends import declared_test_depends, provided_modules
 
 HERE = Path(__file__).parent
@@ -122,7 +124,7 @@ def _read_json(path: Path) -> dict:
 
 
 def _pytest_argv(env: TestEnvironment, tmp: Path, target: VariantUnderTest, load_only: bool, all_tests: bool) -> list[str]:
-    start = [env.python, "-c", overlay.BOOT, env.overlay] if env.overlay else [env.python, "-m", "pytest"]
+    start = pytest_command(env.python, str(target.kernel_dir(tmp) / target.name), env.overlay)
     argv = [*start, "tests", "-p", "no:cacheprovider", "--rootdir", str(tmp),
             "-c", str(tmp / "pytest.ini"), "-rfE", "--tb=short", "--disable-warnings", "-q"]
     if target.tests_dir is not None and not load_only:
@@ -201,7 +203,7 @@ def run_variant(
         child_env = {k: v for k, v in os.environ.items() if k not in protocol.NAMES}
         child_env.update(
             PYTHONDONTWRITEBYTECODE="1",  # keep __pycache__ out of the variant folder
-            PYTHONPATH=os.pathsep.join([str(tmp / "import")]
+            PYTHONPATH=os.pathsep.join([str(tmp / "import"), str(target.kernel_dir(tmp) / target.name)]
                                        + ([child_env["PYTHONPATH"]] if child_env.get("PYTHONPATH") else [])),
         )
         child_env.update({
@@ -222,7 +224,10 @@ def run_variant(
         load_only, probed = False, None
         if accelerator is not None:
             # Whether the tests can run here decides what runs: ask the environment first.
-            probed, probe_output = _probe(env, child_env, tmp, log)
+            # the probe needs nothing of the variant: its folder is not on the probe's path at all
+            probe_env = dict(child_env, PYTHONPATH=os.pathsep.join(
+                p for p in child_env["PYTHONPATH"].split(os.pathsep) if p != str(target.kernel_dir(tmp) / target.name)))
+            probed, probe_output = _probe(env, probe_env, tmp, log)
             if probed is None:
                 return result("error", on_hardware=False, output_tail=report.tail(probe_output),
                               reason=f"torch does not start in {env.python} ({env.origin})",
