@@ -27,6 +27,13 @@
       but _dl_find_object (a static libgcc_eh's unwinder), which has no older
       version: the ABI check names it where it occurs. */
 
+#if defined(__linux__) && defined(__has_include)
+#if __has_include(<gnu/libc-version.h>) /* glibc: elsewhere (macOS, musl) this file defines nothing */
+#define PUBLISHER_GLIBC 1
+#endif
+#endif
+#ifdef PUBLISHER_GLIBC
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -59,44 +66,30 @@ PUBLISHER_STRTO(uintmax_t, __isoc23_wcstoumax, wcstoumax, wchar_t)
 
 /* glibc's _GNU_SOURCE names (strtoq, strtouq) redirect to the same symbols as strtoll, strtoull. */
 
-PUBLISHER_HIDDEN int __isoc23_vsscanf(const char *s, const char *format, va_list ap) { return vsscanf(s, format, ap); }
-PUBLISHER_HIDDEN int __isoc23_vfscanf(FILE *f, const char *format, va_list ap) { return vfscanf(f, format, ap); }
-PUBLISHER_HIDDEN int __isoc23_vscanf(const char *format, va_list ap) { return vscanf(format, ap); }
-PUBLISHER_HIDDEN int __isoc23_vswscanf(const wchar_t *s, const wchar_t *format, va_list ap) {
-  return vswscanf(s, format, ap);
-}
-PUBLISHER_HIDDEN int __isoc23_vfwscanf(FILE *f, const wchar_t *format, va_list ap) { return vfwscanf(f, format, ap); }
-PUBLISHER_HIDDEN int __isoc23_vwscanf(const wchar_t *format, va_list ap) { return vwscanf(format, ap); }
+/* the scanf family: the v- forms call the classic ones, the variadic forms the v- forms */
+#define PUBLISHER_VSCANF(name, classic, params, args) \
+  PUBLISHER_HIDDEN int name params { return classic args; }
+PUBLISHER_VSCANF(__isoc23_vsscanf, vsscanf, (const char *s, const char *f, va_list ap), (s, f, ap))
+PUBLISHER_VSCANF(__isoc23_vfscanf, vfscanf, (FILE *s, const char *f, va_list ap), (s, f, ap))
+PUBLISHER_VSCANF(__isoc23_vscanf, vscanf, (const char *f, va_list ap), (f, ap))
+PUBLISHER_VSCANF(__isoc23_vswscanf, vswscanf, (const wchar_t *s, const wchar_t *f, va_list ap), (s, f, ap))
+PUBLISHER_VSCANF(__isoc23_vfwscanf, vfwscanf, (FILE *s, const wchar_t *f, va_list ap), (s, f, ap))
+PUBLISHER_VSCANF(__isoc23_vwscanf, vwscanf, (const wchar_t *f, va_list ap), (f, ap))
 
-#define PUBLISHER_SCANF(name, vname, first_type, chr)                        \
-  PUBLISHER_HIDDEN int name(first_type first, const chr *format, ...) {     \
-    va_list ap;                                                              \
-    va_start(ap, format);                                                    \
-    int n = vname(first, format, ap);                                        \
-    va_end(ap);                                                              \
-    return n;                                                                \
+#define PUBLISHER_SCANF(name, vname, params, last, args) \
+  PUBLISHER_HIDDEN int name params {                     \
+    va_list ap;                                          \
+    va_start(ap, last);                                  \
+    int n = vname args;                                  \
+    va_end(ap);                                          \
+    return n;                                            \
   }
-
-PUBLISHER_SCANF(__isoc23_sscanf, vsscanf, const char *, char)
-PUBLISHER_SCANF(__isoc23_fscanf, vfscanf, FILE *, char)
-PUBLISHER_SCANF(__isoc23_swscanf, vswscanf, const wchar_t *, wchar_t)
-PUBLISHER_SCANF(__isoc23_fwscanf, vfwscanf, FILE *, wchar_t)
-
-PUBLISHER_HIDDEN int __isoc23_scanf(const char *format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  int n = vscanf(format, ap);
-  va_end(ap);
-  return n;
-}
-
-PUBLISHER_HIDDEN int __isoc23_wscanf(const wchar_t *format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  int n = vwscanf(format, ap);
-  va_end(ap);
-  return n;
-}
+PUBLISHER_SCANF(__isoc23_sscanf, vsscanf, (const char *s, const char *f, ...), f, (s, f, ap))
+PUBLISHER_SCANF(__isoc23_fscanf, vfscanf, (FILE *s, const char *f, ...), f, (s, f, ap))
+PUBLISHER_SCANF(__isoc23_scanf, vscanf, (const char *f, ...), f, (f, ap))
+PUBLISHER_SCANF(__isoc23_swscanf, vswscanf, (const wchar_t *s, const wchar_t *f, ...), f, (s, f, ap))
+PUBLISHER_SCANF(__isoc23_fwscanf, vfwscanf, (FILE *s, const wchar_t *f, ...), f, (s, f, ap))
+PUBLISHER_SCANF(__isoc23_wscanf, vwscanf, (const wchar_t *f, ...), f, (f, ap))
 
 /* 3. arc4random: random bytes from the kernel, as glibc 2.36 takes them. */
 static void publisher_random_bytes(void *buffer, size_t size) {
@@ -205,3 +198,4 @@ PUBLISHER_HIDDEN int fstatat64(int dirfd, const char *path, void *buf, int flags
   return publisher_fxstatat64(PUBLISHER_STAT_VER, dirfd, path, buf, flags);
 }
 #endif
+#endif /* PUBLISHER_GLIBC */
