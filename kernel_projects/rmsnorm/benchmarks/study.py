@@ -1,32 +1,45 @@
-"""RMSNorm on a CUDA GPU: our kernel against the transformers-style eager module,
-torch.nn.functional.rms_norm and torch.compile of the eager module.
+"""RMSNorm: our kernel against the peers a user would pick instead, on a CUDA GPU or on the CPU.
 
-Every contender is timed two ways, on the same input sets: a pool of K sets
-that together span several times the GPU's L2 cache, used in turn, so that no
-call reads its input from the cache.
-- stream: each call launched from Python as a user's code launches it
-  (`kernel.rms_norm(x, w, eps)`), CUDA events around >= 4 ms of calls. This
-  is what a user sees: GPU time where the GPU is the bottleneck, the host's
-  cost per call (Python, dispatcher, launch) where the host is.
-- graph: a CUDA graph of one call per set, replayed: GPU time alone, without
-  the host's cost. Shows how far the stream figure is from the kernel's own.
-Also printed: the host's cost of one call (a tiny input, CPU time per launch),
-with autograd on (the default) and under torch.inference_mode.
-The contenders of a shape take turns (one sample each per round, in a new
-random order every round), so clock drift hits all alike; each reports its
-median time per call. Our op is timed twice (ours, ours2): the spread between
-the two is the noise. The copy ceiling is a device-to-device copy of the same
-bytes (the faster of `x.clone()` and `torch.neg(x)`, each allocating its output
-as our op does), timed the same way in the same rotation. Every run first
-checks our outputs on fresh random inputs against a float64 reference, with the
-output memory poisoned. Needs LOCAL_KERNELS (or the Hub) to resolve the kernel.
+Contenders: the transformers-style eager module, torch.nn.functional.rms_norm, torch.compile of the
+eager module (one static graph per shape), and any peer kernel given with --peer NAME=WHERE, loaded
+from where the user has it: a kernel-builder folder (its build/ variant for this machine through
+kernels.get_local_kernel, else its torch-ext/ package source, as a pure-Python/Triton kernel is), or
+an importable module name. Known peers and how their RMSNorm is called: PEER_CALLS below.
 
-    python benchmarks/study.py [--dtypes bfloat16,float16,float32] [--out DIR]
+GPU (default). Every contender is timed two ways, on the same input sets: a pool of K sets
+that together span several times the GPU's L2 cache, used in turn, so that no call reads its
+input from the cache.
+- launch-inclusive ("stream" in results.json): each call launched from Python as a user's code
+  launches it (`kernel.rms_norm(x, w, eps)`), CUDA events around >= 4 ms of calls. This is what a
+  user sees: GPU time where the GPU is the bottleneck, the host's cost per call (Python,
+  dispatcher, launch) where the host is.
+- GPU time ("graph"): a CUDA graph of one call per set, replayed: the kernels' own time, without
+  the host's cost. The figure and the claims on the card are this mode's.
+Also printed: the host's cost of one call (a tiny input, CPU time per launch), with autograd on
+(the default) and under torch.inference_mode.
+The contenders of a shape take turns (one sample each per round, in a new random order every
+round), so clock drift hits all alike; each reports its median time per call. Our op is timed
+twice (ours, ours2): the spread between the two is the noise. The copy ceiling is a
+device-to-device copy of the same bytes (the faster of `x.clone()` and `torch.neg(x)`, each
+allocating its output as our op does), timed the same way in the same rotation.
+
+CPU (--device cpu): wall time per call on torch's intra-op threads (torch.get_num_threads(),
+printed), contenders taking turns as above, each sample >= 2 ms of calls over two input sets;
+the fused op against `x + r` then F.rms_norm. torch.compile and the eager module are left out
+(compile needs a C++ toolchain and minutes per shape on the CPU; F.rms_norm is the eager bar).
+
+Every run first checks our outputs on fresh random inputs against a float64 reference, with
+the output memory poisoned (GPU). Needs LOCAL_KERNELS (or the Hub) to resolve our kernel.
+
+    python benchmarks/study.py [--device cuda|cpu] [--dtypes bfloat16,float16,float32]
+        [--peer liger=PATH/liger-kernels] [--peer rmsnorm=PATH/rmsnorm] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import itertools
 import json
 import math
@@ -39,6 +52,7 @@ import time
 from pathlib import Path
 
 import kernels
+import tomllib
 import torch
 import torch.nn.functional as F
 
@@ -60,6 +74,52 @@ BIG_MIB = 32  # the bandwidth claim is for tensors of this size and up
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 TOLERANCE = {torch.bfloat16: 8e-3, torch.float16: 1e-3, torch.float32: 1e-5}  # relative norm error
 MODES = ("stream", "graph")
+MODE_NAMES = {"stream": "launch-inclusive (calls launched from Python)", "graph": "GPU time (CUDA-graph replay)"}
+
+
+# How each known peer computes RMSNorm(x) * w, by its package name: its public entry point.
+PEER_CALLS = {
+    # kernels-community/liger-kernels: the Triton forward with llama casting (what LigerRMSNorm runs)
+    "liger_kernels": lambda m: (lambda x, w, eps: importlib.import_module(m.__name__ + ".rms_norm").rms_norm_forward(
+        x, w, eps, 0.0, "llama", False)[0]),
+    # kernels-community/rmsnorm (CPU AVX2/AVX-512 and XPU): apply_rms_norm; a kernel with our API: rms_norm
+    "rmsnorm": lambda m: (lambda x, w, eps: m.apply_rms_norm(x, w, eps)) if hasattr(m, "apply_rms_norm")
+    else (lambda x, w, eps: m.rms_norm(x, w, eps)),
+}
+
+
+def load_peer(where: str, backend):
+    """The peer's package: from a kernel-builder folder (its build/ for this machine, else its torch-ext/
+    source) or an importable module name. Returns (package name, module)."""
+    path = Path(where).expanduser()
+    if not path.exists():
+        module = importlib.import_module(where)
+        return where.split(".")[0], module
+    name = tomllib.loads((path / "build.toml").read_text())["general"]["name"].replace("-", "_")
+    if (path / "build").is_dir():
+        return name, kernels.get_local_kernel(path, backend=backend)
+    source = path / "torch-ext" / name
+    spec = importlib.util.spec_from_file_location(f"peer_{name}", source / "__init__.py",
+                                                  submodule_search_locations=[str(source)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return name, module
+
+
+def peer_functions(specs, backend=None):
+    """`--peer NAME=WHERE` values -> {label: fn(x, w, eps)}."""
+    functions = {}
+    for spec in specs:
+        label, _, where = spec.partition("=")
+        if not where:
+            raise SystemExit(f"--peer {spec}: expected NAME=PATH (a kernel-builder folder) or NAME=MODULE")
+        package, module = load_peer(where, backend)
+        if package not in PEER_CALLS:
+            raise SystemExit(f"--peer {spec}: no known RMSNorm entry point for package {package!r} "
+                             f"(known: {', '.join(sorted(PEER_CALLS))})")
+        functions[label] = PEER_CALLS[package](module)
+    return functions
 
 
 def eager_rms_norm(x, weight):
@@ -221,7 +281,15 @@ def check(kernel, shape, dtype):
     return max(errors)
 
 
-def bench_shape(kernel, shape, dtype):
+def peer_error(fn, shape, dtype, device="cuda"):
+    """A peer's relative error against the float64 reference (a peer that is wrong is no bar)."""
+    x = torch.randn(shape, device=device, dtype=dtype)
+    w = torch.randn(shape[-1], device=device, dtype=dtype) * 0.5 + 1
+    x64 = x.double()
+    return relative_error(fn(x, w, EPS), x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + EPS) * w.double())
+
+
+def bench_shape(kernel, shape, dtype, peers):
     hidden = shape[-1]
     # One compiled graph per shape, as a model with static shapes has: a cache
     # of every shape seen so far would make each compiled call check them all.
@@ -241,9 +309,11 @@ def bench_shape(kernel, shape, dtype):
         "eager": lambda x: eager_rms_norm(x, w),
         "f_rms_norm": lambda x: F.rms_norm(x, (hidden,), w, EPS),
         "compiled": lambda x: compiled_norm(x, w),
+        **{f"peer_{label}": (lambda x, f=f: f(x, w, EPS)) for label, f in peers.items()},
         "clone": lambda x: x.clone(),
         "neg": lambda x: torch.neg(x),
     }
+    row["peer_rel_error"] = {label: peer_error(f, shape, dtype) for label, f in peers.items()}
     fused = lambda x, r: kernel.fused_add_rms_norm(x, r, w, EPS)  # noqa: E731
     fused_norm = {
         "fused_ours": fused,
@@ -263,7 +333,12 @@ def bench_shape(kernel, shape, dtype):
     return row
 
 
-def environment():
+def environment(device):
+    env = {"torch": torch.__version__, "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    if device == "cpu":
+        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
+        return {"device": model, "threads": torch.get_num_threads(), "cpu_capability": torch.backends.cpu.get_cpu_capability(), **env}
     driver = subprocess.run(
         ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True
     ).stdout.strip()
@@ -273,10 +348,8 @@ def environment():
         "sms": props.multi_processor_count,
         "l2_mib": props.L2_cache_size / 2**20,
         "driver": driver,
-        "torch": torch.__version__,
         "cuda": torch.version.cuda,
-        "python": platform.python_version(),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        **env,
     }
 
 
@@ -285,21 +358,28 @@ def pct_copy(r, mode, key="ours", bytes_key="bytes"):
     return 100 * (r[bytes_key] / r[mode][key]) / (r["bytes"] / r[mode]["copy"])
 
 
+def peer_keys(rows):
+    return [k for k in rows[0]["graph" if "graph" in rows[0] else "cpu"] if k.startswith("peer_")]
+
+
 def table(rows, mode):
-    lines = [
-        f"{'shape':>14} {'MiB':>4} {'copy':>6} {'ours':>6} {'ours2':>6} {'eager':>7} {'F.rms':>6} {'compl':>6}"
-        f" {'xEag':>5} {'xF':>5} {'xCmp':>5} {'%copy':>5} | {'fused':>6} {'unfus':>6} {'eager':>7} {'compl':>6}"
-        f" {'xEag':>5} {'xCmp':>5} {'%copy':>5}"
-    ]
+    peers = peer_keys(rows)
+    head = (f"{'shape':>14} {'MiB':>4} {'copy':>6} {'ours':>6} {'ours2':>6} {'eager':>7} {'F.rms':>6} {'compl':>6}"
+            + "".join(f" {k[5:][:7]:>7}" for k in peers)
+            + f" {'xF':>5} {'xCmp':>5}" + "".join(f" {'x' + k[5:][:5]:>6}" for k in peers)
+            + f" {'%copy':>5} | {'fused':>6} {'unfus':>6} {'eager':>7} {'compl':>6} {'xCmp':>5} {'%copy':>5}")
+    lines = [head]
     for r in rows:
         t = r[mode]
         lines.append(
             f"{'x'.join(map(str, r['shape'])):>14} {r['mib']:4.0f} {t['copy']:6.1f} {t['ours']:6.2f} {t['ours2']:6.2f}"
-            f" {t['eager']:7.1f} {t['f_rms_norm']:6.1f} {t['compiled']:6.2f} {t['eager'] / t['ours']:5.2f}"
-            f" {t['f_rms_norm'] / t['ours']:5.2f} {t['compiled'] / t['ours']:5.2f} {pct_copy(r, mode):5.1f}"
+            f" {t['eager']:7.1f} {t['f_rms_norm']:6.1f} {t['compiled']:6.2f}"
+            + "".join(f" {t[k]:7.2f}" for k in peers)
+            + f" {t['f_rms_norm'] / t['ours']:5.2f} {t['compiled'] / t['ours']:5.2f}"
+            + "".join(f" {t[k] / t['ours']:6.3f}" for k in peers)
+            + f" {pct_copy(r, mode):5.1f}"
             f" | {t['fused_ours']:6.2f} {t['fused_unfused_ours']:6.1f} {t['fused_eager']:7.1f} {t['fused_compiled']:6.2f}"
-            f" {t['fused_eager'] / t['fused_ours']:5.2f} {t['fused_compiled'] / t['fused_ours']:5.2f}"
-            f" {pct_copy(r, mode, 'fused_ours', 'fused_bytes'):5.1f}"
+            f" {t['fused_compiled'] / t['fused_ours']:5.2f} {pct_copy(r, mode, 'fused_ours', 'fused_bytes'):5.1f}"
         )
     return "\n".join(lines)
 
@@ -311,6 +391,7 @@ def summary(rows, mode, copy_bw):
         "geomean_speedup_vs_eager": statistics.geometric_mean(x["eager"] / x["ours"] for x in t),
         "min_speedup_vs_f_rms_norm": min(x["f_rms_norm"] / x["ours"] for x in t),
         "min_speedup_vs_compiled": min(x["compiled"] / x["ours"] for x in t),
+        **{f"min_speedup_vs_{k}": min(x[k] / x["ours"] for x in t) for k in peer_keys(rows)},
         "min_pct_copy_ge_32mib": min(pct_copy(r, mode) for r in big) if big else None,
         "min_pct_1gib_copy_ge_32mib": min(100 * r["bytes"] / (r[mode]["ours"] * 1e-6) / copy_bw for r in big) if big else None,
         "geomean_fused_speedup_vs_eager": statistics.geometric_mean(x["fused_eager"] / x["fused_ours"] for x in t),
@@ -322,73 +403,190 @@ def summary(rows, mode, copy_bw):
     }
 
 
-def plot(results, path):
+# ---- the CPU study ----
+
+CPU_SHAPES = [(1, 8, 4096), (1, 32, 4096)] + SHAPES
+CPU_SAMPLE_S = 0.002
+CPU_ROUNDS = 7
+
+
+def time_cpu(fns, arg_sets):
+    """Median wall time (µs) of one call of each fn, contenders taking turns, each sample >= CPU_SAMPLE_S."""
+    calls = {}
+    for name, fn in fns.items():
+        for args in arg_sets:  # warm-up: thread pool, allocator, page faults of the first outputs
+            fn(*args)
+        start = time.perf_counter()
+        fn(*arg_sets[0])
+        calls[name] = max(len(arg_sets), math.ceil(CPU_SAMPLE_S / max(time.perf_counter() - start, 1e-7)))
+    samples = {name: [] for name in fns}
+    order = list(fns)
+    for _ in range(CPU_ROUNDS):
+        random.shuffle(order)
+        for name in order:
+            fn, n = fns[name], calls[name]
+            start = time.perf_counter()
+            for i in range(n):
+                fn(*arg_sets[i % len(arg_sets)])
+            samples[name].append((time.perf_counter() - start) / n * 1e6)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def check_cpu(kernel, shape, dtype):
+    x = torch.randn(shape, dtype=dtype) * (torch.rand(shape[:-1] + (1,)) * 4 + 0.1).to(dtype)
+    r = torch.randn(shape, dtype=dtype)
+    w = torch.randn(shape[-1], dtype=dtype) * 0.5 + 1
+    out, s = kernel.fused_add_rms_norm(x, r, w, EPS)
+    if not torch.equal(s, x + r):
+        raise AssertionError(f"{shape} {dtype}: residual sum differs from x + r")
+    errors = []
+    for src, y in ((x, kernel.rms_norm(x, w, EPS)), (s, out)):
+        x64 = src.double()
+        err = relative_error(y, x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + EPS) * w.double())
+        if not err < TOLERANCE[dtype]:
+            raise AssertionError(f"{shape} {dtype}: relative error {err:.2e}")
+        errors.append(err)
+    return max(errors)
+
+
+def bench_shape_cpu(kernel, shape, dtype, peers):
+    hidden = shape[-1]
+    esize = torch.finfo(dtype).bits // 8
+    numel = math.prod(shape)
+    w = torch.randn(hidden, dtype=dtype)
+    row = {"shape": list(shape), "dtype": str(dtype).removeprefix("torch."), "mib": numel * esize / 2**20,
+           "bytes": 2 * numel * esize, "max_rel_error": check_cpu(kernel, shape, dtype),
+           "peer_rel_error": {label: peer_error(f, shape, dtype, "cpu") for label, f in peers.items()}}
+    norm = {
+        "ours": lambda x: kernel.rms_norm(x, w, EPS),
+        "ours2": lambda x: kernel.rms_norm(x, w, EPS),
+        "f_rms_norm": lambda x: F.rms_norm(x, (hidden,), w, EPS),
+        **{f"peer_{label}": (lambda x, f=f: f(x, w, EPS)) for label, f in peers.items()},
+        "copy": lambda x: x.clone(),
+    }
+    row["cpu"] = time_cpu(norm, [(torch.randn(shape, dtype=dtype),) for _ in range(2)])
+    r = torch.randn(shape, dtype=dtype)
+    fused = {
+        "fused_ours": lambda x: kernel.fused_add_rms_norm(x, r, w, EPS),
+        "fused_torch": lambda x: (F.rms_norm(x + r, (hidden,), w, EPS), x + r),  # what a model does without the op
+    }
+    row["cpu"].update(time_cpu(fused, [(torch.randn(shape, dtype=dtype),) for _ in range(2)]))
+    return row
+
+
+def table_cpu(rows):
+    peers = peer_keys(rows)
+    lines = [f"{'shape':>14} {'MiB':>5} {'copy':>8} {'ours':>8} {'ours2':>8} {'F.rms':>8}"
+             + "".join(f" {k[5:][:8]:>8}" for k in peers) + f" {'xF':>6}" + "".join(f" {'x' + k[5:][:6]:>7}" for k in peers)
+             + f" | {'fused':>8} {'add+F':>8} {'xadd+F':>6}"]
+    for r in rows:
+        t = r["cpu"]
+        lines.append(f"{'x'.join(map(str, r['shape'])):>14} {r['mib']:5.1f} {t['copy']:8.1f} {t['ours']:8.1f} {t['ours2']:8.1f}"
+                     f" {t['f_rms_norm']:8.1f}" + "".join(f" {t[k]:8.1f}" for k in peers)
+                     + f" {t['f_rms_norm'] / t['ours']:6.2f}" + "".join(f" {t[k] / t['ours']:7.2f}" for k in peers)
+                     + f" | {t['fused_ours']:8.1f} {t['fused_torch']:8.1f} {t['fused_torch'] / t['fused_ours']:6.2f}")
+    return "\n".join(lines)
+
+
+def summary_cpu(rows):
+    t = [r["cpu"] for r in rows]
+    return {
+        "min_speedup_vs_f_rms_norm": min(x["f_rms_norm"] / x["ours"] for x in t),
+        **{f"min_speedup_vs_{k}": min(x[k] / x["ours"] for x in t) for k in peer_keys(rows)},
+        "min_fused_speedup_vs_add_then_f_rms_norm": min(x["fused_torch"] / x["fused_ours"] for x in t),
+        "max_same_kernel_spread_pct": max(100 * abs(x["ours"] - x["ours2"]) / x["ours"] for x in t),
+    }
+
+
+# ---- the figure ----
+
+LABELS = {"ours": "rmsnorm (this kernel)", "f_rms_norm": "F.rms_norm", "compiled": "torch.compile (static, per shape)",
+          "eager": "eager (transformers)"}
+
+
+def plot(results, path, mode, dtype="bfloat16"):
+    """Time per call for each candidate, per shape, and each one's share of the copy bandwidth."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = results["dtypes"]["bfloat16"]["rows"]
+    rows = results["dtypes"][dtype]["rows"]
+    keys = ["ours", *peer_keys(rows), "compiled", "f_rms_norm"]
+    keys = [k for k in keys if k in rows[0][mode]]
     labels = ["x".join(map(str, r["shape"])) for r in rows]
     xs = range(len(rows))
-    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(12, 10), sharex=True)
-    width = 0.27
-    contenders = [("ours", "rmsnorm (this kernel)"), ("f_rms_norm", "F.rms_norm"), ("compiled", "torch.compile(eager)")]
-    for i, (key, name) in enumerate(contenders):
-        at = [x + (i - 1) * width for x in xs]
-        ax1.bar(at, [r["stream"]["eager"] / r["stream"][key] for r in rows], width, label=name)
-        ax2.bar(at, [pct_copy(r, "stream", key) for r in rows], width, label=name)
-    ax1.set_ylabel("RMSNorm: speedup over eager (x)")
-    ax1.set_ylim(0, ax1.get_ylim()[1] * 1.25)
-    ax1.legend(ncol=3, loc="upper left")
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 8.5), sharex=True)
+    width = 0.8 / len(keys)
+    for i, key in enumerate(keys):
+        at = [x + (i - (len(keys) - 1) / 2) * width for x in xs]
+        name = LABELS.get(key, key.removeprefix("peer_"))
+        ax1.bar(at, [r[mode][key] for r in rows], width, label=name)
+        ax2.bar(at, [100 * (r["bytes"] / r[mode][key]) / (r["bytes"] / r[mode]["copy"]) for r in rows], width, label=name)
+    ax1.set_yscale("log")
+    ax1.set_ylabel("µs per call (log)")
+    ax1.legend(ncol=len(keys), loc="upper left", fontsize=8)
     ax2.axhline(100, color="gray", lw=0.8)
-    ax2.set_ylim(0, ax2.get_ylim()[1] * 1.15)
-    ax2.set_ylabel("RMSNorm: % of copy bandwidth")
-    fused = [("fused_ours", "fused_add_rms_norm (this kernel)"), ("fused_compiled", "torch.compile(eager add + norm)")]
-    for i, (key, name) in enumerate(fused):
-        ax3.bar([x + (i - 0.5) * width for x in xs], [r["stream"]["fused_eager"] / r["stream"][key] for r in rows],
-                width, label=name, color=f"C{3 + i}")
-    ax3.set_ylabel("add + norm: speedup over eager (x)")
-    ax3.set_ylim(0, ax3.get_ylim()[1] * 1.25)
-    ax3.legend(ncol=2, loc="upper left")
-    ax3.set_xticks(list(xs))
-    ax3.set_xticklabels(labels, rotation=45, ha="right")
+    ax2.axhline(90, color="gray", lw=0.6, ls="--")
+    ax2.set_ylabel("% of copy bandwidth (same bytes)")
+    ax2.set_xticks(list(xs))
+    ax2.set_xticklabels(labels, rotation=45, ha="right")
     env = results["environment"]
-    fig.suptitle(f"RMSNorm bf16, calls launched from Python, on {env['device']} (torch {env['torch']}, CUDA {env['cuda']})")
+    what = "CPU wall time" if mode == "cpu" else MODE_NAMES[mode]
+    fig.suptitle(f"RMSNorm {dtype}, {what}: {env['device']}, torch {env['torch']}, {env['date'][:10]}")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--dtypes", default="bfloat16,float16,float32")
+    parser.add_argument("--peer", action="append", default=[], metavar="NAME=WHERE",
+                        help="a peer kernel: a kernel-builder folder or an importable module")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("benchmark needs a CUDA GPU", file=sys.stderr)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("the GPU study needs a CUDA GPU (--device cpu for the CPU study)", file=sys.stderr)
         return 2
-    kernel = kernels.get_kernel("your-hf-org/rmsnorm", version=1)
+    backend = "cpu" if args.device == "cpu" else None  # a CUDA build of torch would resolve the CUDA variant
+    kernel = kernels.get_kernel("your-hf-org/rmsnorm", version=1, backend=backend)
+    peers = peer_functions(args.peer, backend)
     torch.manual_seed(int(time.time()))
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    if args.device == "cpu":
+        results = {"environment": environment("cpu"), "dtypes": {}}
+        print(results["environment"])
+        for name in args.dtypes.split(","):
+            rows = [bench_shape_cpu(kernel, shape, DTYPES[name], peers) for shape in CPU_SHAPES]
+            results["dtypes"][name] = {"rows": rows, "summary": {"cpu": summary_cpu(rows)}}
+            print(f"\n{name}, CPU wall time, µs per call (x = speedup of ours)", table_cpu(rows),
+                  json.dumps(results["dtypes"][name]["summary"]["cpu"], indent=1), sep="\n", flush=True)
+            (args.out / "results-cpu.json").write_text(json.dumps(results, indent=1) + "\n")
+        if "bfloat16" in results["dtypes"]:
+            plot(results, args.out / "rmsnorm-cpu.png", "cpu")
+        return 0
 
     copy_bw = copy_bandwidth()
     host = host_cost(kernel)
-    results = {"environment": environment(), "copy_bandwidth_gbs": copy_bw / 1e9, "host_us": host, "dtypes": {}}
+    results = {"environment": environment("cuda"), "copy_bandwidth_gbs": copy_bw / 1e9, "host_us": host, "dtypes": {}}
     print(f"{results['environment']}\n1 GiB copy (read+write): {copy_bw / 1e9:.0f} GB/s")
     text = ["\nhost µs per call (8x4096 bf16): " + "; ".join(
         f"{mode}: " + ", ".join(f"{name} {us:.1f}" for name, us in costs.items()) for mode, costs in host.items())]
     for name in args.dtypes.split(","):
         dtype = DTYPES[name]
-        rows = [bench_shape(kernel, shape, dtype) for shape in SHAPES]
+        rows = [bench_shape(kernel, shape, dtype, peers) for shape in SHAPES]
         results["dtypes"][name] = {"rows": rows, "summary": {mode: summary(rows, mode, copy_bw) for mode in MODES}}
         for mode in MODES:
-            text.append(f"\n{name}, {mode} (µs per call; x = speedup of ours; %copy = of a copy of the same bytes)")
+            text.append(f"\n{name}, {MODE_NAMES[mode]} (µs per call; x = speedup of ours; %copy = of a copy of the same bytes)")
             text.append(table(rows, mode))
             text.append(json.dumps(results["dtypes"][name]["summary"][mode], indent=1))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+        print("\n".join(text), flush=True)  # each dtype as it is done
+        text = []
+        (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     if "bfloat16" in results["dtypes"]:
-        plot(results, args.out / "rmsnorm.png")
-    print("\n".join(text))
+        plot(results, args.out / "rmsnorm.png", "graph")
     return 0
 
 

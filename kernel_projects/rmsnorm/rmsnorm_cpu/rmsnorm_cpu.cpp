@@ -1,62 +1,277 @@
-// CPU RMSNorm: rows in parallel, each row converted once to an fp32 scratch
-// row so that the sum of squares and the scaling are plain float loops the
-// compiler vectorizes.
+// CPU RMSNorm: rows split over torch's intra-op threads (at::parallel_for, OpenMP), each row
+// read twice from the core's own cache (sum of squares, then the scaling), in the widest vectors
+// the CPU has. One build runs anywhere: the AVX-512 and AVX2 paths are compiled for those
+// instruction sets alone (function attributes, not global -m flags) and picked at run time from
+// what the CPU says it supports; other CPUs (and aarch64) take the portable path.
+// Same numbers on every path: fp32 accumulation, one rounding (to nearest even) to the storage
+// type; the fused sum is rounded to the storage type before the norm, as `x + residual` is.
 #include <ATen/Parallel.h>
 #include <torch/all.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "torch_binding.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define RMSNORM_X86 1
+#endif
+
 namespace {
 
-constexpr int kLanes = 16;  // independent partial sums: lets the reduction vectorize
+using c10::BFloat16;
+using c10::Half;
 
-float sum_of_squares(const float* v, int64_t n) {
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] += v[i + j] * v[i + j];
-  float total = 0.f;
-  for (; i < n; ++i) total += v[i] * v[i];
-  for (int j = 0; j < kLanes; ++j) total += acc[j];
-  return total;
-}
+// ---- the vector types: W floats, loads and stores from and to each storage type ----
 
-template <typename T>
-void rows_kernel(T* out, T* sum_out, const T* input, const T* residual, const T* weight, int64_t rows,
-                 int64_t hidden, float eps) {
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(hidden, 1));
-  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> row(hidden), w(weight != nullptr ? hidden : 0);
-    for (int64_t i = 0; i < static_cast<int64_t>(w.size()); ++i) w[i] = static_cast<float>(weight[i]);
-    for (int64_t r = begin; r < end; ++r) {
-      const T* x = input + r * hidden;
-      if (residual != nullptr) {
-        const T* res = residual + r * hidden;
-        T* s = sum_out + r * hidden;
-        for (int64_t i = 0; i < hidden; ++i) {
-          // Round the sum to T first: the normalized output is of the stored sum.
-          s[i] = static_cast<T>(static_cast<float>(x[i]) + static_cast<float>(res[i]));
-          row[i] = static_cast<float>(s[i]);
-        }
-      } else {
-        for (int64_t i = 0; i < hidden; ++i) row[i] = static_cast<float>(x[i]);
+// Portable: 8 lanes in plain arrays, loops the compiler may vectorize for its baseline.
+struct Portable {
+  static constexpr int W = 8;
+  struct F {
+    float v[W];
+  };
+  template <typename T>
+  static F load(const T* p) {
+    F r;
+    for (int j = 0; j < W; ++j) r.v[j] = static_cast<float>(p[j]);
+    return r;
+  }
+  template <typename T>
+  static void store(T* p, const F& a) {
+    for (int j = 0; j < W; ++j) p[j] = static_cast<T>(a.v[j]);
+  }
+  static F zero() { return F{}; }
+  static F set1(float s) {
+    F r;
+    for (int j = 0; j < W; ++j) r.v[j] = s;
+    return r;
+  }
+  static F add(const F& a, const F& b) {
+    F r;
+    for (int j = 0; j < W; ++j) r.v[j] = a.v[j] + b.v[j];
+    return r;
+  }
+  static F mul(const F& a, const F& b) {
+    F r;
+    for (int j = 0; j < W; ++j) r.v[j] = a.v[j] * b.v[j];
+    return r;
+  }
+  static F square_add(const F& a, const F& acc) {
+    F r;
+    for (int j = 0; j < W; ++j) r.v[j] = acc.v[j] + a.v[j] * a.v[j];
+    return r;
+  }
+  static float sum(const F& a) {
+    float s = 0.f;
+    for (int j = 0; j < W; ++j) s += a.v[j];
+    return s;
+  }
+};
+
+#ifdef RMSNORM_X86
+#define RMSNORM_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define RMSNORM_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+
+struct Avx2 {
+  static constexpr int W = 8;
+  using F = __m256;
+  RMSNORM_AVX2 static F load(const float* p) { return _mm256_loadu_ps(p); }
+  RMSNORM_AVX2 static F load(const BFloat16* p) {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  }
+  RMSNORM_AVX2 static F load(const Half* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  RMSNORM_AVX2 static void store(float* p, F a) { _mm256_storeu_ps(p, a); }
+  RMSNORM_AVX2 static void store(BFloat16* p, F a) {
+    // c10::BFloat16's rounding: to nearest even, NaN to the quiet NaN 0x7fc0
+    const __m256i bits = _mm256_castps_si256(a);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(bits, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc00000), _mm256_castps_si256(_mm256_cmp_ps(a, a, _CMP_UNORD_Q)));
+    r = _mm256_srli_epi32(r, 16);
+    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
+  }
+  RMSNORM_AVX2 static void store(Half* p, F a) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT));
+  }
+  RMSNORM_AVX2 static F zero() { return _mm256_setzero_ps(); }
+  RMSNORM_AVX2 static F set1(float s) { return _mm256_set1_ps(s); }
+  RMSNORM_AVX2 static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  RMSNORM_AVX2 static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  RMSNORM_AVX2 static F square_add(F a, F acc) { return _mm256_fmadd_ps(a, a, acc); }
+  RMSNORM_AVX2 static float sum(F a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+};
+
+struct Avx512 {
+  static constexpr int W = 16;
+  using F = __m512;
+  RMSNORM_AVX512 static F load(const float* p) { return _mm512_loadu_ps(p); }
+  RMSNORM_AVX512 static F load(const BFloat16* p) {
+    const __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  }
+  RMSNORM_AVX512 static F load(const Half* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  RMSNORM_AVX512 static void store(float* p, F a) { _mm512_storeu_ps(p, a); }
+  RMSNORM_AVX512 static void store(BFloat16* p, F a) {
+    const __m512i bits = _mm512_castps_si512(a);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), _mm512_set1_epi32(0x7fc00000));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16)));
+  }
+  RMSNORM_AVX512 static void store(Half* p, F a) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT));
+  }
+  RMSNORM_AVX512 static F zero() { return _mm512_setzero_ps(); }
+  RMSNORM_AVX512 static F set1(float s) { return _mm512_set1_ps(s); }
+  RMSNORM_AVX512 static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  RMSNORM_AVX512 static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  RMSNORM_AVX512 static F square_add(F a, F acc) { return _mm512_fmadd_ps(a, a, acc); }
+  RMSNORM_AVX512 static float sum(F a) { return _mm512_reduce_add_ps(a); }
+};
+#endif
+
+// ---- one block of rows, written once over the vector type V ----
+
+struct Rows {
+  void* out;
+  void* sum_out;  // or null
+  const void* input;
+  const void* residual;  // or null
+  const void* weight;    // or null
+  int64_t rows, hidden;
+  float eps;
+};
+
+// Rows [begin, end). `w` holds the weight as floats (or is null). Each row is read twice from
+// the core's own cache, converted where it is read: once for the sum of squares, once for the
+// output (with a residual, the stored sum is what is read back).
+template <typename V, typename T>
+inline void norm_rows(const Rows& a, int64_t begin, int64_t end, const float* w) {
+  using F = typename V::F;
+  constexpr int W = V::W;
+  const int64_t n = a.hidden;
+  const int64_t nv = n / W * W;
+  const float inv_n = 1.f / static_cast<float>(n);
+  for (int64_t r = begin; r < end; ++r) {
+    const T* x = static_cast<const T*>(a.input) + r * n;
+    T* y = static_cast<T*>(a.out) + r * n;
+    F acc0 = V::zero(), acc1 = V::zero();
+    float tail = 0.f;
+    if (a.residual != nullptr) {
+      const T* res = static_cast<const T*>(a.residual) + r * n;
+      T* s = static_cast<T*>(a.sum_out) + r * n;
+      int64_t i = 0;
+      for (; i < nv; i += W) {
+        V::store(s + i, V::add(V::load(x + i), V::load(res + i)));
+        acc0 = V::square_add(V::load(s + i), acc0);  // the sum rounded to T, as stored
       }
-      const float rstd = 1.f / std::sqrt(sum_of_squares(row.data(), hidden) / static_cast<float>(hidden) + eps);
-      T* y = out + r * hidden;
-      if (weight != nullptr) {
-        for (int64_t i = 0; i < hidden; ++i) y[i] = static_cast<T>(row[i] * rstd * w[i]);
-      } else {
-        for (int64_t i = 0; i < hidden; ++i) y[i] = static_cast<T>(row[i] * rstd);
+      for (; i < n; ++i) {
+        s[i] = static_cast<T>(static_cast<float>(x[i]) + static_cast<float>(res[i]));
+        const float v = static_cast<float>(s[i]);
+        tail += v * v;
+      }
+      x = s;
+    } else {
+      int64_t i = 0;
+      for (; i + 2 * W <= nv; i += 2 * W) {
+        acc0 = V::square_add(V::load(x + i), acc0);
+        acc1 = V::square_add(V::load(x + i + W), acc1);
+      }
+      for (; i < nv; i += W) acc0 = V::square_add(V::load(x + i), acc0);
+      for (; i < n; ++i) {
+        const float v = static_cast<float>(x[i]);
+        tail += v * v;
       }
     }
-  });
+    const float rstd = 1.f / std::sqrt((V::sum(V::add(acc0, acc1)) + tail) * inv_n + a.eps);
+    const F vr = V::set1(rstd);
+    int64_t i = 0;
+    if (w != nullptr) {
+      for (; i < nv; i += W) V::store(y + i, V::mul(V::mul(V::load(x + i), vr), V::load(w + i)));
+      for (; i < n; ++i) y[i] = static_cast<T>(static_cast<float>(x[i]) * rstd * w[i]);
+    } else {
+      for (; i < nv; i += W) V::store(y + i, V::mul(V::load(x + i), vr));
+      for (; i < n; ++i) y[i] = static_cast<T>(static_cast<float>(x[i]) * rstd);
+    }
+  }
+}
+
+// One task's rows, [begin, end): the weight converted to floats once, then the rows.
+template <typename V, typename T>
+inline void norm_block(const Rows& a, int64_t begin, int64_t end) {
+  if (a.weight == nullptr || std::is_same_v<T, float>) {
+    norm_rows<V, T>(a, begin, end, static_cast<const float*>(a.weight));
+    return;
+  }
+  std::vector<float> w(a.hidden);
+  const T* wt = static_cast<const T*>(a.weight);
+  for (int64_t i = 0; i < a.hidden; ++i) w[i] = static_cast<float>(wt[i]);
+  norm_rows<V, T>(a, begin, end, w.data());
+}
+
+using Block = void (*)(const Rows&, int64_t, int64_t);
+
+template <typename T>
+void block_portable(const Rows& a, int64_t begin, int64_t end) {
+  norm_block<Portable, T>(a, begin, end);
+}
+
+#ifdef RMSNORM_X86
+// flatten: everything a block calls (the vector type's functions above all) is inlined into code
+// compiled for that instruction set.
+template <typename T>
+RMSNORM_AVX2 __attribute__((flatten)) void block_avx2(const Rows& a, int64_t begin, int64_t end) {
+  norm_block<Avx2, T>(a, begin, end);
+}
+template <typename T>
+RMSNORM_AVX512 __attribute__((flatten)) void block_avx512(const Rows& a, int64_t begin, int64_t end) {
+  norm_block<Avx512, T>(a, begin, end);
+}
+#endif
+
+// The widest vectors this CPU runs, asked once, capped as torch's own kernels are by
+// ATEN_CPU_CAPABILITY (default, avx2, avx512): how each path can be run on one machine.
+template <typename T>
+Block pick_block() {
+#ifdef RMSNORM_X86
+  const char* cap = std::getenv("ATEN_CPU_CAPABILITY");
+  const std::string cap_s = cap != nullptr ? cap : "";
+  __builtin_cpu_init();
+  if (cap_s != "default" && cap_s != "avx2" && __builtin_cpu_supports("avx512f")) return block_avx512<T>;
+  if (cap_s != "default" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return block_avx2<T>;
+#endif
+  return block_portable<T>;
+}
+
+// Tasks of at least this many elements (128-256 KiB moved): small inputs wake fewer threads,
+// where waking one costs more than its share of the work saves.
+constexpr int64_t kGrainElements = 32768;
+
+template <typename T>
+void run(const Rows& a) {
+  static const Block block = pick_block<T>();
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / a.hidden);
+  at::parallel_for(0, a.rows, grain, [&](int64_t begin, int64_t end) { block(a, begin, end); });
 }
 
 // Messages are built from strings only: streaming integers into c10::str
@@ -91,11 +306,14 @@ void forward(torch::Tensor& out, torch::Tensor* sum_out, const torch::Tensor& in
   if (rows == 0) return;
   torch::Tensor w;
   if (weight) w = weight->contiguous();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, input.scalar_type(), "rms_norm_cpu", [&] {
-    rows_kernel<scalar_t>(out.data_ptr<scalar_t>(), sum_out ? sum_out->data_ptr<scalar_t>() : nullptr,
-                          input.data_ptr<scalar_t>(), residual ? residual->data_ptr<scalar_t>() : nullptr,
-                          weight ? w.data_ptr<scalar_t>() : nullptr, rows, hidden, static_cast<float>(eps));
-  });
+  const Rows a{out.data_ptr(), sum_out ? sum_out->data_ptr() : nullptr, input.data_ptr(),
+               residual ? residual->data_ptr() : nullptr, weight ? w.data_ptr() : nullptr, rows, hidden,
+               static_cast<float>(eps)};
+  switch (input.scalar_type()) {
+    case torch::kFloat: return run<float>(a);
+    case torch::kHalf: return run<Half>(a);
+    default: return run<BFloat16>(a);
+  }
 }
 
 }  // namespace

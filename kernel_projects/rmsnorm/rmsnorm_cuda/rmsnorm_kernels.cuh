@@ -32,6 +32,50 @@ struct alignas(sizeof(T) * N) Pack {
   T e[N];
 };
 
+// A pack as floats, and floats back to a pack rounded to nearest even: two elements per
+// conversion instruction for bf16/fp16 (cvt.rn.bf16x2.f32, cvt.rn.f16x2.f32).
+__device__ __forceinline__ float2 to_float2(const __nv_bfloat16* p) {
+  // a bf16 is the top half of a float: one shift and one mask per pair
+  const uint32_t u = *reinterpret_cast<const uint32_t*>(p);
+  return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+}
+__device__ __forceinline__ float2 to_float2(const __half* p) { return __half22float2(*reinterpret_cast<const __half2*>(p)); }
+__device__ __forceinline__ void from_float2(__nv_bfloat16* p, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+__device__ __forceinline__ void from_float2(__half* p, float a, float b) {
+  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void unpack(const Pack<T, N>& p, float (&f)[N]) {
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) f[j] = to_float(p.e[j]);
+  } else {
+    static_assert(N % 2 == 0, "16-bit packs hold pairs");
+#pragma unroll
+    for (int j = 0; j < N; j += 2) {
+      const float2 v = to_float2(&p.e[j]);
+      f[j] = v.x;
+      f[j + 1] = v.y;
+    }
+  }
+}
+
+template <typename T, int N>
+__device__ __forceinline__ Pack<T, N> pack(const float (&f)[N]) {
+  Pack<T, N> p;
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) p.e[j] = from_float<T>(f[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; j += 2) from_float2(&p.e[j], f[j], f[j + 1]);
+  }
+  return p;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -92,72 +136,107 @@ __device__ __forceinline__ P load_input(const P* p) {
 // vectors of VEC elements, so the input is read from memory exactly once.
 // Thread i of a row owns vectors i, i + blockDim.x, ... so every load and
 // store instruction of a warp covers one contiguous 512-byte span.
-template <typename T, int VEC, int VPT, bool RESIDUAL, int MAX_THREADS, bool STREAM>
-__global__ void __launch_bounds__(MAX_THREADS) rms_norm_registers(const Args a) {
+// A block handles blockDim.y rows at a time and walks the rows with a stride of the
+// whole grid: launched with a block per row group, it takes one step; launched with
+// as many blocks as the GPU holds at once (PREFETCH), each thread loads its next row
+// while it computes the current one, so its loads never wait for its arithmetic.
+// Threads per block at most, and blocks per SM at least, for VPT vectors per thread: the
+// register budget (65536 per SM / threads) that keeps enough loads in flight per SM.
+// Measured on an H200: a fused kernel at 42 registers held 2 blocks of 512 threads per SM
+// where 39 held 3, and ran 11 % slower.
+constexpr int max_threads_for(int vpt) { return vpt == 1 ? 1024 : (vpt <= 4 ? 512 : 256); }
+constexpr int min_blocks_for(int vpt) { return vpt == 1 ? 2 : (vpt == 2 ? 3 : 2); }
+
+template <typename T, int VEC, int VPT, bool RESIDUAL, bool STREAM, bool PREFETCH>
+__global__ void __launch_bounds__(max_threads_for(VPT), min_blocks_for(VPT)) rms_norm_registers(const Args a) {
   using P = Pack<T, VEC>;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
-  const bool live = row < a.rows;
-  const int64_t base = row * a.vectors;
-  const P* in = static_cast<const P*>(a.input) + base;
-  const P* res = static_cast<const P*>(a.residual) + base;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.y;
+  int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const P* w = static_cast<const P*>(a.weight);
 
+  P x[VPT], r[VPT];
+  auto load_row = [&](int64_t at, P (&xs)[VPT], P (&rs)[VPT]) {
+    const bool live = at < a.rows;
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int i = threadIdx.x + k * blockDim.x;
+      if (live && i < a.vectors) xs[k] = load_input<STREAM>(static_cast<const P*>(a.input) + at * a.vectors + i);
+    }
+    if constexpr (RESIDUAL) {
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) {
+        const int i = threadIdx.x + k * blockDim.x;
+        if (live && i < a.vectors) rs[k] = load_input<STREAM>(static_cast<const P*>(a.residual) + at * a.vectors + i);
+      }
+    }
+  };
+
   wait_for_previous_grid();
-  P x[VPT], r[VPT], wv[VPT];
-#pragma unroll
-  for (int k = 0; k < VPT; ++k) {
-    const int i = threadIdx.x + k * blockDim.x;
-    if (live && i < a.vectors) x[k] = load_input<STREAM>(in + i);
-  }
-  if constexpr (RESIDUAL) {
-#pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-      const int i = threadIdx.x + k * blockDim.x;
-      if (live && i < a.vectors) r[k] = load_input<STREAM>(res + i);
-    }
-  }
-  if (w != nullptr) {
-#pragma unroll
-    for (int k = 0; k < VPT; ++k) {
-      const int i = threadIdx.x + k * blockDim.x;
-      if (live && i < a.vectors) wv[k] = w[i];
-    }
-  }
+  load_row(row, x, r);
   allow_next_grid();
 
-  float ss = 0.f;
+  // The loop bound is the same for every thread of the block (row_sum holds a barrier).
+  // One step without PREFETCH (the grid covers every row).
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.y; first < a.rows;
+       first += PREFETCH ? stride : a.rows) {
+    const bool live = row < a.rows;
+    const int64_t base = row * a.vectors;
+    P xn[VPT], rn[VPT];
+    if constexpr (PREFETCH) load_row(row + stride, xn, rn);
+
+    // The row stays packed (x, or the rounded sum with a residual) and is converted to floats
+    // where it is used: converting twice costs fewer registers (so more threads per SM) than
+    // holding the floats, and a conversion is one or two integer instructions per pair.
+    float ss = 0.f;
 #pragma unroll
-  for (int k = 0; k < VPT; ++k) {
-    const int i = threadIdx.x + k * blockDim.x;
-    if (live && i < a.vectors) {
-      if constexpr (RESIDUAL) {
+    for (int k = 0; k < VPT; ++k) {
+      const int i = threadIdx.x + k * blockDim.x;
+      if (live && i < a.vectors) {
+        float f[VEC];
+        unpack(x[k], f);
+        if constexpr (RESIDUAL) {
+          float rf[VEC];
+          unpack(r[k], rf);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) x[k].e[j] = from_float<T>(to_float(x[k].e[j]) + to_float(r[k].e[j]));
-        static_cast<P*>(a.residual_out)[base + i] = x[k];
-      }
+          for (int j = 0; j < VEC; ++j) f[j] += rf[j];
+          x[k] = pack<T>(f);  // rounded to T, as stored
+          static_cast<P*>(a.residual_out)[base + i] = x[k];
+          if constexpr (sizeof(T) != 4) unpack(x[k], f);
+        }
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const float v = to_float(x[k].e[j]);
-        ss = fmaf(v, v, ss);
+        for (int j = 0; j < VEC; ++j) ss = fmaf(f[j], f[j], ss);
       }
     }
-  }
-  const float rstd = rsqrtf(row_sum(ss) * a.inv_hidden + a.eps);
+    const float rstd = rsqrtf(row_sum(ss) * a.inv_hidden + a.eps);
 
-  P* out = static_cast<P*>(a.out) + base;
+    P* out = static_cast<P*>(a.out) + base;
 #pragma unroll
-  for (int k = 0; k < VPT; ++k) {
-    const int i = threadIdx.x + k * blockDim.x;
-    if (live && i < a.vectors) {
-      P y;
-      if (w != nullptr) {
+    for (int k = 0; k < VPT; ++k) {
+      const int i = threadIdx.x + k * blockDim.x;
+      if (live && i < a.vectors) {
+        float y[VEC];
+        unpack(x[k], y);
+        if (w != nullptr) {
+          float wf[VEC];
+          unpack(w[i], wf);  // read where used (the L1 holds it): no registers held across the reduction
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) y.e[j] = from_float<T>(to_float(x[k].e[j]) * rstd * to_float(wv[k].e[j]));
-      } else {
+          for (int j = 0; j < VEC; ++j) y[j] = y[j] * rstd * wf[j];
+        } else {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) y.e[j] = from_float<T>(to_float(x[k].e[j]) * rstd);
+          for (int j = 0; j < VEC; ++j) y[j] *= rstd;
+        }
+        out[i] = pack<T>(y);
       }
-      out[i] = y;
+    }
+    if constexpr (PREFETCH) {
+#pragma unroll
+      for (int k = 0; k < VPT; ++k) {
+        x[k] = xn[k];
+        if constexpr (RESIDUAL) r[k] = rn[k];
+      }
+      row += stride;
+      // row_sum's shared partials are rewritten next step: every warp must have read them
+      if (blockDim.x > 32) __syncthreads();
     }
   }
 }
@@ -220,22 +299,39 @@ struct Launch {
   int vpt;  // vectors per thread: 1, 2, 4 or 8
   int tpr;  // threads per row, a multiple of 32
   int rpb;  // rows per block
+  bool prefetch = false;  // as many blocks as fit at once, each loading its next row while computing one
 };
 
 inline int round_up(int v, int m) { return (v + m - 1) / m * m; }
 
-inline int max_threads_for(int vpt) { return vpt <= 2 ? 1024 : (vpt == 4 ? 512 : 256); }
 
-// The fewest vectors per thread, from `min_vpt` up, that keep a row within 512
-// threads. Swept on an H100: 8 elements per thread for bf16/fp16 (one 16-byte
-// vector) and 16 for fp32 (min_vpt 4) beat fewer threads with more loads each,
-// most at small row counts. Rows shorter than 128 threads share a block.
-inline Launch choose_launch(int vectors, int min_vpt) {
-  for (int vpt = min_vpt; vpt <= 8; vpt *= 2) {
+// The fewest vectors per thread, from `from` up, that keep a row within `cap` threads
+// (and the kernel's block size). Rows shorter than 128 threads share a block.
+inline Launch fit_launch(int vectors, int from, int cap) {
+  for (int vpt = from; vpt <= 8; vpt *= 2) {
     const int tpr = round_up((vectors + vpt - 1) / vpt, 32);
-    if (tpr <= 512 && tpr <= max_threads_for(vpt)) return {vpt, tpr, tpr >= 128 ? 1 : 128 / tpr};
+    if (tpr <= cap && tpr <= max_threads_for(vpt)) return {vpt, tpr, tpr >= 128 ? 1 : 128 / tpr};
   }
   return {8, round_up((vectors + 7) / 8, 32), 1};
+}
+
+// Launch shape by the size of the call, in 16-byte vectors per tensor (launch_sweep.cu,
+// every shape and dtype of the benchmark on an H200, GPU time):
+// - fused add + norm, and small inputs (< 2^19 vectors, 8 MiB): one vector per thread, up to
+//   1024 threads per row: the most threads, so the most loads in flight.
+// - larger plain norms: 2 or 4 vectors per thread, at most 256 threads per row (a short
+//   reduction, more rows per SM); at 2^20-2^21 vectors (16-32 MiB) with 4 vectors per thread,
+//   in a grid the GPU holds at once whose blocks load their next row while computing one
+//   (5-15 % faster there; slower at other sizes).
+inline Launch choose_launch(int vectors, int64_t rows, bool residual) {
+  const int64_t total = rows * vectors;
+  if (residual || total < (int64_t{1} << 19)) return fit_launch(vectors, 1, 1024);
+  if (total < (int64_t{1} << 21)) {
+    Launch l = fit_launch(vectors, 4, 256);
+    l.prefetch = total >= (int64_t{1} << 20);
+    return l;
+  }
+  return fit_launch(vectors, 2, 256);
 }
 
 // Whether KERNEL, as loaded on device `dev`, was compiled for sm_90 or newer and
@@ -273,12 +369,35 @@ void launch(dim3 grid, dim3 block, cudaStream_t stream, bool pdl, int dev, const
   cudaLaunchKernelEx(&config, KERNEL, a);
 }
 
+// Blocks of KERNEL, of `threads` threads each, that the device holds at once; read once per
+// kernel, device and block size.
+template <auto KERNEL>
+int64_t resident_blocks(int dev, int threads) {
+  static std::atomic<int> cache[64][33];  // blocks per SM by device and threads / 32; 0: not read yet
+  const int t = threads / 32;
+  const bool cached = dev >= 0 && dev < 64 && t <= 32;
+  int per_sm = cached ? cache[dev][t].load(std::memory_order_relaxed) : 0;
+  if (per_sm == 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, KERNEL, threads, 0) != cudaSuccess || per_sm < 1) per_sm = 1;
+    if (cached) cache[dev][t].store(per_sm, std::memory_order_relaxed);
+  }
+  int sms = 1;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  return static_cast<int64_t>(per_sm) * sms;
+}
+
 template <typename T, int VEC, int VPT, bool RES, bool STREAM>
 void launch_registers(const Args& a, const Launch& l, cudaStream_t stream, bool pdl, int dev) {
   const dim3 block(l.tpr, l.rpb);
-  const dim3 grid(static_cast<unsigned>((a.rows + l.rpb - 1) / l.rpb));
-  launch<rms_norm_registers<T, VEC, VPT, RES, (VPT <= 2 ? 1024 : (VPT == 4 ? 512 : 256)), STREAM>>(grid, block, stream,
-                                                                                                   pdl, dev, a);
+  const int64_t groups = (a.rows + l.rpb - 1) / l.rpb;
+  if (l.prefetch) {
+    constexpr auto kernel = rms_norm_registers<T, VEC, VPT, RES, STREAM, true>;
+    const int64_t blocks = std::min(groups, resident_blocks<kernel>(dev, l.tpr * l.rpb));
+    launch<kernel>(dim3(static_cast<unsigned>(blocks)), block, stream, pdl, dev, a);
+  } else {
+    launch<rms_norm_registers<T, VEC, VPT, RES, STREAM, false>>(dim3(static_cast<unsigned>(groups)), block, stream,
+                                                                      pdl, dev, a);
+  }
 }
 
 template <typename T, int VEC, bool RES, bool STREAM>
@@ -368,7 +487,7 @@ cudaError_t run(Args a, cudaStream_t stream) {
   const int vec = vector_width<T>(a);
   a.vectors = a.hidden / vec;
   if (vec == kVec && a.vectors <= kMaxRegisterVectors) {
-    const Launch l = choose_launch(a.vectors, sizeof(T) == 4 ? 4 : 1);
+    const Launch l = choose_launch(a.vectors, a.rows, a.residual != nullptr);
     const bool streaming = streaming_pays(a, sizeof(T), device);
     if (a.residual != nullptr)
       dispatch_stream<T, kVec, true>(a, l, stream, streaming, pdl, device.device);

@@ -1,11 +1,17 @@
 """rmsnorm against a float64 reference; the kernel is loaded the way users load it."""
 
+import os
+import subprocess
+import sys
+
 import kernels
 import pytest
 import torch
 import torch.nn as nn
 
-rmsnorm = kernels.get_kernel("your-hf-org/rmsnorm", version=1)
+# The CUDA variant where torch sees a GPU, the CPU variant otherwise (kernels alone would pick the
+# CUDA variant for a CUDA build of torch, GPU or not).
+rmsnorm = kernels.get_kernel("your-hf-org/rmsnorm", version=1, backend=None if torch.cuda.is_available() else "cpu")
 
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 # Output tolerance: one rounding to the dtype plus float32 accumulation.
@@ -178,3 +184,40 @@ def test_fake_kernels_match_real_ones(device):
         (rmsnorm.ops.fused_add_rms_norm, (x, x, w, 1e-6)),
     ):
         torch.library.opcheck(op, args)
+
+
+# The CPU variant picks its vectors at run time (AVX-512, AVX2, or portable code); torch's own cap,
+# ATEN_CPU_CAPABILITY, makes it take each path, in a fresh process (the choice is made once).
+CPU_CAPABILITY = torch.backends.cpu.get_cpu_capability()  # DEFAULT, AVX2, AVX512 (or another platform's)
+CPU_PATH_CHECK = """
+import torch, kernels
+k = kernels.get_kernel("your-hf-org/rmsnorm", version=1, backend="cpu")
+g = torch.Generator().manual_seed(0)
+for dtype, tol in ((torch.bfloat16, 2**-8), (torch.float16, 2**-10), (torch.float32, 1e-5)):
+    for hidden in (7, 64, 1000, 3000, 4096, 16392):
+        x = (torch.randn(5, hidden, generator=g) * 3).to(dtype)
+        r = torch.randn(5, hidden, generator=g).to(dtype)
+        w = (torch.randn(hidden, generator=g) * 0.5 + 1).to(dtype)
+        y, s = k.fused_add_rms_norm(x, r, w, 1e-6)
+        assert torch.equal(s, x + r), (dtype, hidden)
+        for out, src, weight in ((k.rms_norm(x, w, 1e-6), x, w), (k.rms_norm(x, None, 1e-6), x, None), (y, s, w)):
+            x64 = src.double()
+            ref = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-6)
+            ref = ref * weight.double() if weight is not None else ref
+            torch.testing.assert_close(out.double(), ref, rtol=tol, atol=tol * 1e-2)
+"""
+
+
+@pytest.mark.kernels_ci
+@pytest.mark.parametrize("capability", ["default", "avx2", "avx512"])
+def test_every_cpu_vector_path(device, capability):
+    if device != "cpu":
+        pytest.skip("checks the CPU variant's instruction-set paths")
+    # torch trusts the variable: a path this CPU lacks would stop torch's own kernels (SIGILL)
+    levels = ["DEFAULT", "AVX2", "AVX512"]
+    supported = ["default", "avx2", "avx512"][: 1 + levels.index(CPU_CAPABILITY)] if CPU_CAPABILITY in levels else ["default"]
+    if capability not in supported:
+        pytest.skip(f"this CPU runs {CPU_CAPABILITY} code, not {capability}")
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": capability}
+    result = subprocess.run([sys.executable, "-c", CPU_PATH_CHECK], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
