@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 
-from publisher.codes import CODES
+from publisher.codes import CODES, FIXES
 from publisher.data import data_path
 from publisher.project import schema, settings
 
@@ -16,10 +16,12 @@ _COMMANDS = {"PB": "check", "PP": "push, release", "PA": "adopt"}
 
 
 def findings_table() -> str:
-    """Every finding code: its command, default severity and meaning."""
-    lines = ["| code | command | severity | meaning |", "| --- | --- | --- | --- |"]
+    """Every finding code: its command, default severity, meaning and the fix in general."""
+    lines = ["| code | command | severity | meaning | fix |", "| --- | --- | --- | --- | --- |"]
     for code, (severity, meaning) in sorted(CODES.items()):
-        lines.append(f"| `{code}` | {_COMMANDS.get(code[:2], '')} | {severity.value} | {meaning.replace('|', '/')} |")
+        cells = (meaning, FIXES[code])
+        lines.append(f"| `{code}` | {_COMMANDS.get(code[:2], '')} | {severity.value} | "
+                     + " | ".join(c.replace("|", "/") for c in cells) + " |")
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from publisher.cli import COMMANDS
-from publisher.codes import CODES
+from publisher.codes import CODES, FIXES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,10 +27,12 @@ def site(tmp_path_factory) -> Path:
     return out
 
 
-def test_the_findings_reference_lists_every_code_with_its_meaning(site):
+def test_the_findings_reference_lists_every_code_with_its_meaning_and_fix(site):
+    assert set(FIXES) == set(CODES)  # a code without a fix in general, or a fix for no code
     page = (site / "reference" / "findings" / "index.html").read_text()
     missing = [code for code in CODES if f"<code>{code}</code>" not in page]
     assert not missing, missing
+    assert "release workflow&rsquo;s sign step" in page or "release workflow's sign step" in page
     assert "upstream&rsquo;s build.toml parser refuses the file" in page or "upstream's build.toml parser refuses the file" in page
 
 
