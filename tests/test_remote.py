@@ -278,6 +278,12 @@ def test_the_wheel_is_the_running_publisher(tmp_path):
         job = whl.read("publisher/remote/job.py")
     assert job == (REPO / "publisher" / "remote" / "job.py").read_bytes()
     assert "Requires-Dist: kernels" in requires and not any(n.endswith(".pyc") for n in names)
+    # the installed METADATA as it is, long description included: re-serializing it broke on a README
+    # line that reads like a header ("`kernels.get_kernel`: check, ...")
+    import importlib.metadata
+
+    dist = importlib.metadata.distribution("kernel-publisher")
+    assert requires == (dist.read_text("METADATA") or dist.read_text("PKG-INFO"))
 
 
 # -- the runner against the Jobs API ---------------------------------------------------

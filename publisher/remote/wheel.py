@@ -25,8 +25,12 @@ def _metadata() -> tuple[str, str, str]:
     except importlib.metadata.PackageNotFoundError:
         return publisher.__version__, f"Metadata-Version: 2.1\nName: {DIST}\nVersion: {publisher.__version__}\n", \
             "[console_scripts]\npublisher = publisher.cli:main\n"
-    meta = dist.metadata
-    text = meta.as_string() if hasattr(meta, "as_string") else str(meta)
+    # The installed METADATA file as it is: re-serializing the parsed message puts the long description
+    # into a header, which email refuses once a README line reads like one ("`name`: ...").
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    if not text:
+        meta = dist.metadata
+        text = meta.as_string() if hasattr(meta, "as_string") else str(meta)
     return dist.version, text, dist.read_text("entry_points.txt") or "[console_scripts]\npublisher = publisher.cli:main\n"
 
 
