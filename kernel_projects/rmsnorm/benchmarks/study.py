@@ -93,9 +93,16 @@ def load_peer(where: str, backend):
     source) or an importable module name. Returns (package name, module)."""
     path = Path(where).expanduser()
     if not path.exists():
-        module = importlib.import_module(where)
+        try:
+            module = importlib.import_module(where)
+        except ImportError as err:
+            raise SystemExit(f"--peer {where}: neither a folder nor an importable module ({err})") from None
         return where.split(".")[0], module
-    name = tomllib.loads((path / "build.toml").read_text())["general"]["name"].replace("-", "_")
+    try:
+        name = tomllib.loads((path / "build.toml").read_text())["general"]["name"].replace("-", "_")
+    except (OSError, ValueError, KeyError) as err:
+        raise SystemExit(f"--peer {where}: not a kernel-builder folder (its build.toml [general] name: {err}); "
+                         "give the folder that holds build.toml") from None
     if (path / "build").is_dir():
         return name, kernels.get_local_kernel(path, backend=backend)
     source = path / "torch-ext" / name
@@ -550,7 +557,9 @@ def main() -> int:
         print("the GPU study needs a CUDA GPU (--device cpu for the CPU study)", file=sys.stderr)
         return 2
     backend = "cpu" if args.device == "cpu" else None  # a CUDA build of torch would resolve the CUDA variant
-    kernel = kernels.get_kernel("your-hf-org/rmsnorm", version=1, backend=backend)
+    # the allowlist, as the card's own call has it (the placeholder org is no trusted kernel publisher)
+    kernel = kernels.get_kernel("your-hf-org/rmsnorm", version=1, backend=backend,
+                                trust_remote_code=["your-hf-org/rmsnorm"])
     peers = peer_functions(args.peer, backend)
     torch.manual_seed(int(time.time()))
     args.out.mkdir(parents=True, exist_ok=True)
