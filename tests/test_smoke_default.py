@@ -49,3 +49,66 @@ def test_torch_ops_registered_by_importing_inductor_do_not_fail_the_kernel(tmp_p
     assert entry["tests"] == {"passed": 4, "failed": 0, "skipped": 0, "errors": 0}
     assert {c["target"]: c["outcome"] for c in entry["smoke"]} == {"op square": "exercised",
                                                                    "function square": "exercised"}
+
+
+# An op the schema alone cannot be called from (an int, an index tensor the op checks), which the
+# package's own layer calls the right way: the shape of deformable-detr's and layer-norm's layers.
+PICKED = {
+    "build.toml": '[general]\nname = "picked"\nversion = 1\nedition = 5\nlicense = "MIT"\nbackends = ["cpu"]\n\n'
+                  '[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n\n'
+                  '[kernel.picked_cpu]\nbackend = "cpu"\ndepends = ["torch"]\nsrc = ["picked_cpu/picked.cpp"]\n',
+    "torch-ext/torch_binding.cpp": """\
+#include <torch/all.h>
+#include <torch/library.h>
+
+#include "registration.h"
+
+at::Tensor pick_rows(const at::Tensor& src, const at::Tensor& index, int64_t block);
+
+TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
+  ops.def("pick_rows(Tensor src, Tensor index,"
+          "          int block) -> Tensor");
+  ops.impl("pick_rows", torch::kCPU, &pick_rows);
+}
+
+REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
+""",
+    "picked_cpu/picked.cpp": """\
+#include <torch/all.h>
+
+at::Tensor pick_rows(const at::Tensor& src, const at::Tensor& index, int64_t block) {
+  TORCH_CHECK(index.scalar_type() == at::ScalarType::Long, "index must be int64");
+  TORCH_CHECK(index.dim() == 1, "index must be 1-d");
+  TORCH_CHECK(block > 0 && src.size(0) % block == 0, "block must divide the rows");
+  return src.index_select(0, index);
+}
+""",
+    "torch-ext/picked/__init__.py": "from . import layers\nfrom ._ops import ops\n\n__all__ = [\"layers\"]\n",
+    "torch-ext/picked/layers.py": '''\
+import torch
+import torch.nn as nn
+
+from ._ops import ops
+
+
+class PickRows(nn.Module):
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        index = torch.zeros(hidden.shape[0], dtype=torch.long, device=hidden.device)
+        return ops.pick_rows(hidden, index, 2)
+''',
+}
+
+
+def test_an_op_is_called_with_the_arguments_its_package_gives_it(tmp_path):
+    project = write_files(tmp_path / "picked", PICKED)
+    built = run_cli("build", str(project), "--local", "--json")
+    assert built.returncode == 0, built.stdout + built.stderr
+    result = run_cli("test", str(project), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (entry,) = json.loads(result.stdout)["variants"].values()
+    calls = {c["target"]: c for c in entry["smoke"]}
+    # its schema has an int: no guess calls it; the layer's call gives the int, the index dtype, the shapes
+    assert calls["op pick_rows"]["outcome"] == "exercised", calls
+    assert "the call at layers.py:10" in calls["op pick_rows"]["detail"]
+    assert "2" in calls["op pick_rows"]["inputs"].split(", ")[-1]
+    assert entry["status"] == "passed"

@@ -1079,6 +1079,11 @@ class Concrete:
     device: str | None = None  # None: the device of the variant under test
     value: int | None = None  # a one-element tensor holding this (the length of one batch element); None: zeros
 
+    @property
+    def integer(self) -> bool:
+        """Made as zeros (a valid index, an empty segment) where a float tensor is random."""
+        return self.dtype.startswith(_INTEGER)
+
 
 def resolve(op: Op, derived: Derived | None) -> tuple[dict[str, Concrete], dict[str, object]]:
     """Concrete shapes and dtypes for the op's tensor arguments, and values for its scalars, from what the
@@ -1170,4 +1175,58 @@ def _lengths(concrete: dict[str, Concrete]) -> dict[str, Concrete]:
         rows = next((f for f in floats if prefix and f.startswith(prefix + "_")), floats[0])
         shape = concrete[rows].shape
         out[name] = Concrete(value.dtype, (1,), value.device, shape[0] if shape else 1)
+    return out
+
+
+# --- one call's arguments, as data ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of a call made on derived inputs: a tensor to make, tensors, or a value.
+    `kind`: tensor | tensors (a list of one float tensor) | device (the variant's) | dtype (`value` names it)
+    | value (a Python literal; None for an optional left out)."""
+
+    name: str
+    kw_only: bool
+    kind: str
+    tensor: Concrete | None = None
+    mutable: bool = False  # an output the op writes: zeros
+    free_dtype: bool = False  # a float tensor whose dtype nothing in the project says
+    value: object = None
+
+
+# a value of each schema type where nothing in the project gives one
+_GUESS = {"float": 0.5, "int": 4, "bool": False, "str": "default", "Scalar": 1.0, "int[]": [1], "float[]": [0.5],
+          "bool[]": [False]}
+
+
+def arguments(op: Op, derived: Derived | None) -> list[Argument]:
+    """The arguments of a call of `op` on what the project says (`derived`), the rest filled in as adopt's
+    generated tests fill them; it stops at the first argument with a default (the rest all have one)."""
+    tensors, scalars = resolve(op, derived)
+    said = derived.tensors if derived else {}
+    out: list[Argument] = []
+    for arg in op.args:
+        if arg.default is not None:
+            break
+        c = arg.ctype
+        if c.kind == "tensor":
+            concrete = tensors[arg.name]
+            spec = said.get(arg.name)
+            out.append(Argument(arg.name, arg.kw_only, "tensor", concrete, c.mutable,
+                                free_dtype=(spec is None or spec.dtype is None)))
+        elif c.kind == "optional":
+            out.append(Argument(arg.name, arg.kw_only, "value"))
+        elif c.kind == "list" and c.inner[0].kind == "tensor":
+            out.append(Argument(arg.name, arg.kw_only, "tensors", Concrete("float32", tuple(_facts()["float_shape"]))))
+        elif c.kind == "scalar" and arg.name in scalars:
+            out.append(Argument(arg.name, arg.kw_only, "value", value=scalars[arg.name]))
+        elif c.kind == "scalar" and c.schema == "int" and re.match(_facts()["dim_names"], arg.name):
+            out.append(Argument(arg.name, arg.kw_only, "value", value=_facts()["dim_value"]))  # the last dimension
+        elif c.schema == "Device":
+            out.append(Argument(arg.name, arg.kw_only, "device"))
+        elif c.schema == "ScalarType":
+            out.append(Argument(arg.name, arg.kw_only, "dtype", value="float32"))
+        else:
+            out.append(Argument(arg.name, arg.kw_only, "value", value=_GUESS.get(c.schema)))
     return out

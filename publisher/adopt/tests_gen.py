@@ -19,17 +19,13 @@ matched a reference) so that a verdict resting on these tests says so."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 
 from publisher.adopt import inputs
-from publisher.adopt.model import WRITTEN, Op, OpArg
+from publisher.adopt.model import WRITTEN, Op
 from publisher.consumer import LoadCall
 from publisher.testing import protocol
 
-_GUESS = {"float": "0.5", "int": "4", "bool": "False", "str": '"default"', "Scalar": "1.0",
-          "ScalarType": "torch.float32", "Device": "DEVICE", "int[]": "[1]", "float[]": "[0.5]", "bool[]": "[False]"}
-_INTEGER = ("int", "uint", "bool")
 # torch's device type for each backend's variant
 DEVICE_TYPES = {"cpu": "cpu", "cuda": "cuda", "rocm": "cuda", "xpu": "xpu", "metal": "mps"}
 
@@ -46,37 +42,25 @@ def _tensor(value: inputs.Concrete, mutable: bool) -> str:
     device = f'"{value.device}"' if value.device else "DEVICE"
     if value.value is not None:  # the length of the one batch element
         return f"torch.tensor([{value.value}]{dtype}, device={device})"
-    make = "torch.zeros" if mutable or value.dtype.startswith(_INTEGER) else "torch.randn"
+    make = "torch.zeros" if mutable or value.integer else "torch.randn"
     return f"{make}({dims}{dtype}, device={device})"
 
 
-def _argument(arg: OpArg, tensors: dict[str, inputs.Concrete], scalars: dict[str, object]) -> str | None:
-    """A value of the declared type; None where the schema default is used."""
-    if arg.default is not None:
-        return None
-    c = arg.ctype
-    if c.kind == "tensor":
-        return _tensor(tensors[arg.name], c.mutable)
-    if c.kind == "optional":
-        return "None"
-    if c.kind == "list" and c.inner[0].kind == "tensor":
-        return "[torch.randn(8, 64, device=DEVICE)]"
-    if arg.name in scalars and c.kind == "scalar":
-        return repr(scalars[arg.name])
-    facts = inputs.facts()
-    if c.kind == "scalar" and c.schema == "int" and re.match(facts["dim_names"], arg.name):
-        return repr(facts["dim_value"])  # a dimension of the tensors: the last, which each has
-    return _GUESS.get(c.schema, "None")
+def _spelled(arg: inputs.Argument) -> str:
+    """An argument as the generated test writes it."""
+    if arg.kind == "tensor":
+        return _tensor(arg.tensor, arg.mutable)
+    if arg.kind == "tensors":
+        return f"[{_tensor(arg.tensor, False)}]"
+    if arg.kind == "device":
+        return "DEVICE"
+    if arg.kind == "dtype":
+        return f"torch.{arg.value}"
+    return repr(arg.value)
 
 
 def _inputs(op: Op, derived: inputs.Derived | None) -> str:
-    tensors, scalars = inputs.resolve(op, derived)
-    values = []
-    for arg in op.args:
-        value = _argument(arg, tensors, scalars)
-        if value is None:
-            break  # the rest take their defaults (they all have one: a schema's defaults trail)
-        values.append(f"{arg.name}={value}" if arg.kw_only else value)
+    values = [f"{a.name}={_spelled(a)}" if a.kw_only else _spelled(a) for a in inputs.arguments(op, derived)]
     inside = ", ".join(values)
     return f"lambda: ({inside},)" if len(values) == 1 else f"lambda: ({inside})"
 

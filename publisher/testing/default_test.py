@@ -7,7 +7,9 @@ under its own namespace, or a call kills the process or the GPU context
 (segfault, illegal memory access). Everything else a call on guessed inputs
 does (a shape, dtype or device check raising) means "not exercised", never
 "failed": only the project's own tests can say that an op computes the wrong
-thing. Every call is written to $PUBLISHER_TEST_SMOKE_OUT before it is made
+thing. An op is called first on the arguments the package's own Python code
+makes for it (its layers, wrappers and autograd Functions, completed by the
+op's C++ checks), then on guesses from its schema. Every call is written to $PUBLISHER_TEST_SMOKE_OUT before it is made
 and its outcome after, so a call that kills the process is named with its
 inputs, and the report lists what was exercised and how.
 
@@ -19,6 +21,8 @@ PUBLISHER_TEST_LOAD_ONLY    "1": import and check op registration, call nothing
 PUBLISHER_TEST_SMOKE_OUT    file the calls and their outcomes are appended to (JSON lines)
 PUBLISHER_TEST_SMOKE_SKIP   targets not to call again (JSON list; a call that did not return)
 PUBLISHER_TEST_SMOKE_CALL_TIMEOUT  seconds one call may take before it counts as not returning
+PUBLISHER_TEST_SMOKE_INPUTS file: op -> the arguments the kernel package's own code gives it (JSON, written
+                            by publisher/testing/callers.py), tried before any guess
 """
 
 from __future__ import annotations
@@ -134,6 +138,48 @@ def _called_ops(variant_dir: Path) -> set[str]:
 
 class _Unmakeable(Exception):
     """An argument publisher does not guess (its kind or value cannot be known)."""
+
+
+def _package_inputs() -> dict:
+    path = os.environ.get("PUBLISHER_TEST_SMOKE_INPUTS")
+    try:
+        found = json.loads(Path(path).read_text()) if path else {}
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _package_value(entry: dict, device: torch.device, dtype: torch.dtype):
+    kind = entry.get("kind")
+    if kind in ("tensor", "tensors"):
+        on = torch.device(entry["device"]) if entry.get("device") else device
+        free = entry.get("free_dtype") and kind == "tensor"
+        of = dtype if free else getattr(torch, entry.get("dtype") or "float32")
+        if entry.get("fill") is not None:  # the length of the one batch element
+            value = torch.tensor([entry["fill"]], dtype=of, device=on)
+        elif entry.get("zeros"):
+            value = torch.zeros(*entry["shape"], dtype=of, device=on)
+        else:
+            value = torch.randn(*entry["shape"], dtype=of, device=on)
+        return [value] if kind == "tensors" else value
+    if kind == "device":
+        return device
+    if kind == "dtype":
+        return getattr(torch, entry.get("value") or "float32")
+    return entry.get("value")
+
+
+def _package_arguments(spec: dict, device: torch.device, dtype: torch.dtype) -> tuple[list, dict]:
+    """The arguments the package's own code gives an op (see PUBLISHER_TEST_SMOKE_INPUTS)."""
+    args: list = []
+    kwargs: dict = {}
+    for entry in spec.get("arguments") or ():
+        value = _package_value(entry, device, dtype)
+        if entry.get("kw_only"):
+            kwargs[entry["name"]] = value
+        else:
+            args.append(value)
+    return args, kwargs
 
 
 def _schema_arguments(schema, device: torch.device, dtype: torch.dtype) -> tuple[list, dict]:
@@ -263,36 +309,40 @@ class _Watchdog:
         self.timer.cancel()
 
 
-def _exercise(target: str, call, build, device: torch.device) -> list | None:
-    """Call `call` on arguments from `build(dtype)` for each dtype until one returns.
-    Returns the arguments that worked (None when none did). Fails the test only
-    when the device is broken by the call."""
+def _exercise(target: str, call, attempts: list, device: torch.device) -> list | None:
+    """Call `call` on the arguments of each attempt ((where they come from, build(dtype) -> (args, kwargs),
+    the dtypes to try), the package's own first), until one returns. Returns the arguments that worked (None when
+    none did). Fails the test only when the device is broken by the call."""
     errors: list[str] = []
-    for dtype in _DTYPES:
-        try:
-            args, kwargs = build(dtype)
-        except _Unmakeable as why:
-            _record(event="outcome", target=target, outcome="not-exercised", detail=f"cannot be called: {why}")
-            return None
-        inputs = _inputs(args, kwargs)
-        _record(event="call", target=target, inputs=inputs)
-        try:
-            with _Watchdog(target, inputs):
-                call(*args, **kwargs)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-        except Exception as err:  # noqa: BLE001 - guessed inputs: any error the op raises is the op's answer
-            message = f"{type(err).__name__}: {err}".splitlines()[0][:300]
-            broken = _FATAL_DEVICE_ERROR.search(message) or _device_error(device)
-            if broken:
-                _record(event="outcome", target=target, inputs=inputs, outcome="fatal", detail=message)
-                pytest.fail(f"{target}({inputs}) broke the {device.type} device: {message}", pytrace=False)
-            errors.append(f"{str(dtype).removeprefix('torch.')}: {message}")
-            continue
-        _record(event="outcome", target=target, inputs=inputs, outcome="exercised")
-        return [args, kwargs]
-    _record(event="outcome", target=target, outcome="not-exercised",
-            detail="raised on guessed inputs: " + "; ".join(errors))
+    for origin, build, dtypes in attempts:
+        tried: list[str] = []
+        for dtype in dtypes:
+            try:
+                args, kwargs = build(dtype)
+            except _Unmakeable as why:
+                errors.append(f"cannot be called: {why}")
+                break
+            inputs = _inputs(args, kwargs)
+            _record(event="call", target=target, inputs=inputs)
+            try:
+                with _Watchdog(target, inputs):
+                    call(*args, **kwargs)
+                    if device.type == "cuda":
+                        torch.cuda.synchronize(device)
+            except Exception as err:  # noqa: BLE001 - inputs not the op's own: any error it raises is its answer
+                message = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+                broken = _FATAL_DEVICE_ERROR.search(message) or _device_error(device)
+                if broken:
+                    _record(event="outcome", target=target, inputs=inputs, outcome="fatal", detail=message)
+                    pytest.fail(f"{target}({inputs}) broke the {device.type} device: {message}", pytrace=False)
+                tried.append(f"{str(dtype).removeprefix('torch.')}: {message}")
+                continue
+            _record(event="outcome", target=target, inputs=inputs, outcome="exercised",
+                    detail=f"on inputs {origin}")
+            return [args, kwargs]
+        if tried:
+            errors.append(f"raised on inputs {origin}: " + "; ".join(tried))
+    _record(event="outcome", target=target, outcome="not-exercised", detail=" | ".join(errors))
     return None
 
 
@@ -342,7 +392,7 @@ def test_registered_ops_run(loaded, metadata):
     if os.environ.get("PUBLISHER_TEST_LOAD_ONLY") == "1":
         pytest.skip("load-only: this machine lacks the variant's hardware")
     _, added = loaded
-    device, skip = _device(), _skipped_targets()
+    device, skip, known = _device(), _skipped_targets(), _package_inputs()
     namespace = getattr(torch.ops, metadata["id"])
     for qualified in sorted(added):
         name = qualified.split("::", 1)[1]
@@ -352,8 +402,16 @@ def test_registered_ops_run(loaded, metadata):
             target = f"op {name}" + ("" if overload_name == "default" else f".{overload_name}")
             if target in skip:
                 continue
-            worked = _exercise(target, overload,
-                               lambda dtype, s=overload._schema: _schema_arguments(s, device, dtype), device)
+            attempts = [("guessed from its schema", lambda dtype, s=overload._schema: _schema_arguments(s, device, dtype),
+                         _DTYPES)]
+            spec = known.get(name) if overload_name == "default" else None
+            if isinstance(spec, dict):
+                # a dtype to try for each float tensor the package leaves open; else its own, once
+                free = any(e.get("free_dtype") for e in spec.get("arguments") or ())
+                attempts.insert(0, (f"as the package makes them ({spec.get('site')})",
+                                    lambda dtype, spec=spec: _package_arguments(spec, device, dtype),
+                                    _DTYPES if free else _DTYPES[:1]))
+            worked = _exercise(target, overload, attempts, device)
             if worked is not None and f"opcheck {target}" not in skip:
                 args, kwargs = worked
                 _opcheck(target, overload, args, kwargs)
@@ -368,4 +426,5 @@ def test_public_functions_run(loaded):
     for name, fn in _public_functions(module):
         target = f"function {name}"
         if target not in skip:
-            _exercise(target, fn, lambda dtype, fn=fn: _function_arguments(fn, device, dtype), device)
+            _exercise(target, fn, [("guessed from its signature",
+                                    lambda dtype, fn=fn: _function_arguments(fn, device, dtype), _DTYPES)], device)

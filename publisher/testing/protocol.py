@@ -16,6 +16,7 @@ HIDDEN = "PUBLISHER_TEST_HIDDEN_ACCELERATORS"  # JSON list: accelerators hidden 
 SMOKE_OUT = "PUBLISHER_TEST_SMOKE_OUT"  # file the smoke test appends its calls and their outcomes to
 SMOKE_SKIP = "PUBLISHER_TEST_SMOKE_SKIP"  # JSON list of smoke targets not to call (one did not return)
 SMOKE_CALL_TIMEOUT = "PUBLISHER_TEST_SMOKE_CALL_TIMEOUT"  # seconds one smoke call may take
+SMOKE_INPUTS = "PUBLISHER_TEST_SMOKE_INPUTS"  # file: op -> the arguments the package's own code gives it (JSON)
 SMOKE_HUNG_EXIT = 86  # the smoke test's exit code after a call that did not return (recorded first)
 
 # What adopt's generated tests (tests/test_<name>_ops.py, the project's own file once written, run without
@@ -36,4 +37,4 @@ FATAL_DEVICE_ERROR = (r"illegal memory access|misaligned address|illegal instruc
                       r"an illegal|hardware stack error|Xid")
 
 NAMES = (EVENTS, BACKEND, KERNEL_DIR, VARIANT_DIR, LOAD_ONLY, DEVICE_OUT, DEVICE_LINE, HIDDEN, SMOKE_OUT, SMOKE_SKIP,
-         SMOKE_CALL_TIMEOUT)
+         SMOKE_CALL_TIMEOUT, SMOKE_INPUTS)

@@ -24,8 +24,8 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -56,6 +56,8 @@ class VariantUnderTest:
     python_name: str
     tests_dir: Path | None  # the project's tests/, None = default smoke test
     extension: str  # Project.extension_name: the folder LOCAL_KERNELS names
+    # op -> the arguments the package's own code gives it (callers.py), for the smoke test
+    package_inputs: Mapping[str, dict] = field(default_factory=dict)
 
     def kernel_dir(self, tmp: Path) -> Path:
         return tmp / self.extension
@@ -243,6 +245,9 @@ def run_variant(
         if suite != verdict.PROJECT:
             child_env[protocol.SMOKE_OUT] = str(smoke_log)
             child_env[protocol.SMOKE_CALL_TIMEOUT] = str(min(SMOKE_CALL_SECONDS, options.test_timeout / 2))
+            if target.package_inputs:
+                (tmp / "smoke-inputs.json").write_text(json.dumps(target.package_inputs))
+                child_env[protocol.SMOKE_INPUTS] = str(tmp / "smoke-inputs.json")
         run, events = _run_tests(argv, tmp, child_env, log, on_line, options, smoke_log if suite == verdict.SMOKE else None)
         smoke = read_smoke(smoke_log) if suite == verdict.SMOKE else None
         device = _read_json(tmp / "device.json") or probed or {}

@@ -19,6 +19,7 @@ from publisher.plan.planner import PlannedVariant
 from publisher.plan.variants import Variant
 from publisher.project.load import require_project
 from publisher.project.model import Project
+from publisher.testing.callers import package_inputs
 from publisher.testing.environment import select_environment
 from publisher.testing.report import VariantTestResult
 from publisher.testing.run_variant import TestOptions, VariantUnderTest, run_variant
@@ -114,7 +115,9 @@ def run_tests(
                                              getattr(err, "hint", None) or ""))
             else:
                 on_progress(f"  with {env.python} ({env.origin})")
-                target = VariantUnderTest(name, variant_dir, project.python_name, tests_dir, project.extension_name)
+                known = package_inputs(project, variant_dir, variant.backend) if tests_dir is None else {}
+                target = VariantUnderTest(name, variant_dir, project.python_name, tests_dir, project.extension_name,
+                                          known)
                 results.append(run_variant(target, env, build_dir, replace(options, repo_id=repo_id), on_output))
         last = results[-1]
         on_progress(f"  {last.status}" + (f": {last.reason}" if last.reason else "") + (f"\n    fix: {last.fix}" if last.fix else ""))
