@@ -2,12 +2,12 @@
 variant whose hardware this machine lacks).
 
 It fails a variant only when the variant is certainly broken: the package
-does not import through `kernels`, the compiled extension registers no op
-under its own namespace, or a call kills the process or the GPU context
-(segfault, illegal memory access). Everything else a call on guessed inputs
-does (a shape, dtype or device check raising) means "not exercised", never
-"failed": only the project's own tests can say that an op computes the wrong
-thing. An op is called first on the arguments the package's own Python code
+does not import through `kernels`, or the compiled extension registers no op
+under its own namespace. What a call on inputs publisher made does (a shape,
+dtype or device check raising: "not exercised"; the process or the GPU
+context killed: no verdict, the call named) is never "failed": only the
+project's own tests can say that an op computes the wrong thing, and a
+kernel that trusts its inputs may crash on ones it was never meant to get. An op is called first on the arguments the package's own Python code
 makes for it (its layers, wrappers and autograd Functions, completed by the
 op's C++ checks), then on guesses from its schema. Every call is written to $PUBLISHER_TEST_SMOKE_OUT before it is made
 and its outcome after, so a call that kills the process is named with its

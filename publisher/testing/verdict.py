@@ -3,13 +3,14 @@ verdicts, kept apart:
 
 - `failed`: the kernel is wrong. Its tests ran and failed, or crashed or hung
   in them; or, with no tests of its own, the smoke test found it certainly
-  broken (does not load, registers no op, a call killed the process or the
-  device).
+  broken (does not load through `kernels`, registers no op).
 - `error`: the run says nothing about the kernel: the test environment lacks
   a module the tests import, the tests do not compile, a fixture nothing
   provides, pytest could not start. Always with the fix.
 - `untested`: nothing ran (all skipped, none collected), or the smoke test
-  could exercise nothing, or an op of adopt's generated tests refused the
+  could exercise nothing, or a smoke call killed the process or the device
+  (its inputs are publisher's, derived or guessed: a kernel that trusts its
+  inputs may do that on ones it was never meant to get), or an op of adopt's generated tests refused the
   inputs they gave it ("needs inputs": inputs adopt derived or guessed are a
   reconstruction, and an op raising on them says they do not fit, not that
   it computes wrongly); with the line of INPUTS to edit. Likewise an op the
@@ -332,9 +333,12 @@ _LOAD_CHECKS = ("test_loads_through_kernels", "test_ops_registered_under_metadat
 
 def _smoke_verdict(run: RunResult, events: EventSummary, smoke: SmokeLog | None, options: TestOptions) -> Outcome:
     """A smoke test or load check that did not pass: failed only when it proves the variant broken."""
-    broken = _smoke_broken(run, smoke) if smoke is not None else None
-    if broken:
-        return Outcome("failed", broken, on_hardware=True)
+    crash = _smoke_crash(run, smoke) if smoke is not None else None
+    if crash:
+        return Outcome("untested", f"no tests of its own, and the smoke test {crash}, on inputs publisher made "
+                                   "(derived from the package's code or guessed), which the kernel may never be "
+                                   "meant to get: no verdict either way",
+                       fix="add tests/ that call the kernel's ops on the inputs they are meant for")
     checks = [n for n in events.failing if n.rsplit("::", 1)[-1] in _LOAD_CHECKS]
     if checks and not run.timed_out:
         raised = {str(e.get("nodeid")): f"{e.get('type')}: {e.get('message')}" for e in events.exceptions}
@@ -355,16 +359,16 @@ def _not_exercised(smoke: SmokeLog) -> str:
     return "; ".join(shown) + more if shown else "it registers no op and exports no function"
 
 
-def _smoke_broken(run: RunResult, smoke: SmokeLog) -> str | None:
-    """Why the smoke test says the variant is certainly broken, or None."""
+def _smoke_crash(run: RunResult, smoke: SmokeLog) -> str | None:
+    """The smoke call that killed the process or the device, said as what happened, or None."""
     fatal = next((c for c in smoke.calls if c.outcome == FATAL), None)
     if fatal is not None:
-        return f"{fatal.target}({fatal.inputs}) broke the device: {fatal.detail}"
+        return f"broke the device calling {fatal.target}({fatal.inputs}): {fatal.detail}"
     unfinished = smoke.unfinished
     if unfinished is not None and run.returncode < 0:
         return f"crashed ({_signal_name(run.returncode)}) calling {unfinished.target}({unfinished.inputs})"
     if unfinished is not None and not run.timed_out:
-        return f"the process exited (code {run.returncode}) calling {unfinished.target}({unfinished.inputs})"
+        return f"exited (code {run.returncode}) calling {unfinished.target}({unfinished.inputs})"
     return None
 
 
