@@ -80,6 +80,7 @@ ORDER=${ORDER:-"relu activation tinygrad-rms quantization-gptq mra cv-utils yoso
 EXAMPLE=${EXAMPLE-kernel_projects/rmsnorm}
 for src in $(for p in $ORDER; do echo "$BUNDLE/projects/$p"; done) $EXAMPLE; do
   name=$(basename "$src")
+  [ "$src" = "$EXAMPLE" ] && name="example-$name"  # the example kernel may share a name with a real project
   cp -r "$src" "$work/$name" && rm -rf "$work/$name/build"
   start=$(date +%s)
   timeout "${BUILD_LIMIT:-300}" publisher build "$work/$name" --local --no-hub-cache >"$OUT/build-$name.log" 2>&1
