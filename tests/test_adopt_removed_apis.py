@@ -69,3 +69,46 @@ def test_the_ported_thc_era_extension_compiles_for_cuda(tmp_path):
     built = run_cli("build", str(root), "--matrix", str(matrix), "--json", timeout=3000)
     (entry,) = json.loads(built.stdout)["variants"]
     assert built.returncode == 0 and entry["state"] == "built" and entry["abi"]["ok"], built.output[-3000:]
+
+
+# A widely copied style: multi-line check macros right above the op, and c10's old glog-style CHECK_EQ
+MACROS_CPP = """\
+#include <torch/extension.h>
+
+#define CHECK_CPU(x) \\
+  TORCH_CHECK(x.device().is_cpu(), #x " must be a CPU tensor")
+#define CHECK_CONTIGUOUS(x) \\
+  TORCH_CHECK(x.is_contiguous(), #x " must be contiguous")
+#define CHECK_INPUT(x) \\
+  CHECK_CPU(x);        \\
+  CHECK_CONTIGUOUS(x)
+
+torch::Tensor scale(torch::Tensor x, double factor) {
+  CHECK_INPUT(x);
+  CHECK_EQ(x.dim(), 2) << "x must be 2-d";
+  return x * factor;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("scale", &scale, "scale");
+}
+"""
+
+
+def test_an_op_after_continued_macros_is_found_and_renamed_check_macros_are_ported(tmp_path):
+    root = tmp_path / "scaler"
+    (root / "ext").mkdir(parents=True)
+    (root / "ext/ops.cpp").write_text(MACROS_CPP)
+    (root / "setup.py").write_text(
+        "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CppExtension\n"
+        "setup(name='scaler', ext_modules=[CppExtension('scaler_ext', ['ext/ops.cpp'])],\n"
+        "      cmdclass={'build_ext': BuildExtension})\n")
+    done = run_cli("adopt", str(root), "--force", "--json")
+    assert done.returncode == 0, done.output
+    report = json.loads(done.stdout)
+    assert not [f for f in report["findings"] if f["code"] == "PA111"], report["findings"]
+    binding = (root / "torch-ext/torch_binding.cpp").read_text()
+    assert "scale(Tensor x, float factor) -> Tensor" in binding
+    ported = (root / "ext/ops.cpp").read_text()
+    assert 'TORCH_CHECK_EQ(x.dim(), 2) << "x must be 2-d";' in ported and "#include <c10/util/Logging.h>" in ported
+    assert any(f["code"] == "PA181" and "CHECK_EQ" in f["message"] for f in report["findings"]), report["findings"]

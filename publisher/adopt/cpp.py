@@ -237,13 +237,27 @@ def _statement_start(masked: str, k: int) -> int:
         if ch in ";{}":
             return j + 1
         if ch == "\n":
-            line_start = masked.rfind("\n", 0, j) + 1
-            if masked[line_start:j].lstrip().startswith("#"):
+            if _in_directive(masked, masked.rfind("\n", 0, j) + 1):
                 return j + 1
         if ch == ":" and masked[j - 1: j] != ":" and masked[j + 1: j + 2] != ":":
             return j + 1  # public: / a label
         j -= 1
     return 0
+
+
+def _in_directive(masked: str, line_start: int) -> bool:
+    """Whether the line starting at `line_start` belongs to a preprocessor directive: it starts with `#`, or
+    continues (the line before ends with a backslash) a line that does, as the preprocessor joins them."""
+    while True:
+        line_end = masked.find("\n", line_start)
+        if masked[line_start:line_end if line_end >= 0 else len(masked)].lstrip().startswith("#"):
+            return True
+        if line_start == 0:
+            return False
+        previous = masked.rfind("\n", 0, line_start - 1) + 1
+        if not masked[previous:line_start - 1].rstrip(" \t\r").endswith("\\"):
+            return False
+        line_start = previous
 
 
 def _split_head(head: str) -> tuple[tuple[str, ...], str]:
