@@ -92,3 +92,65 @@ def test_the_cli_shows_the_findings_and_writes_nothing(tmp_path):
     assert "PA106" in done.stdout and "not_installed_anywhere" in done.stdout and "Traceback" not in done.output
     assert sorted(p.name for p in root.iterdir()) == ["lib.cpp", "setup.py"]
 
+
+
+# A version from the checkout, as many setup.py scripts ask git at import; the sources listed by the script
+# (which the static reader cannot follow, so the script is run)
+GIT_VERSION_SETUP = """\
+import os
+import subprocess
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+here = os.path.dirname(os.path.abspath(__file__))
+sha = subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], cwd=here).decode().strip()
+described = os.popen("git describe --always").read().strip()
+assert sha and described, "no version from git"
+sources = sorted(f for f in os.listdir(here) if f.endswith(".cpp"))
+setup(name="gitver", version="0.1+" + sha, ext_modules=[CppExtension("gitver_ext", sources)],
+      cmdclass={"build_ext": BuildExtension})
+"""
+
+
+def _commit(root: Path) -> str:
+    git = ["git", "-c", "user.email=a@example.com", "-c", "user.name=a", "-C", str(root)]
+    subprocess.run([*git[:-2], "init", "-q", str(root)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    return subprocess.run([*git, "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_setup_py_asking_git_for_its_version_is_answered_from_the_projects_repository(tmp_path):
+    root = write(tmp_path / "gitver", {"setup.py": GIT_VERSION_SETUP, "lib.cpp": BINDING})
+    sha = _commit(root)
+    found = discover(root)
+    assert [e.module for e in found.extensions] == ["gitver_ext"] and found.how == "executed"
+    asked = [f for f in found.findings if f.code == "PA109"]
+    assert asked and "git rev-parse --short HEAD" in asked[0].message and "git describe" in asked[0].message
+    assert not [f for f in found.findings if f.code == "PA104"], found.findings
+    # read only: the author's index is as it was
+    status = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == "" and sha
+
+
+REFUSED_SETUP = """\
+import subprocess
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+try:
+    caps = subprocess.check_output(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv"])
+    ext_modules = [CppExtension("probed_ext", ["lib.cpp"])]
+except Exception:
+    ext_modules = []
+setup(name="probed", ext_modules=ext_modules, cmdclass={"build_ext": BuildExtension})
+"""
+
+
+def test_no_extension_after_a_refused_command_names_the_refusal_and_its_line(tmp_path):
+    root = write(tmp_path / "probed", {"setup.py": REFUSED_SETUP, "lib.cpp": BINDING})
+    done = run_cli("adopt", str(root), "--dry-run")
+    assert done.returncode != 0
+    assert "setup.py:6: run with recorders, it declared no extension after publisher refused " \
+           "subprocess.check_output: nvidia-smi" in done.output, done.output
+    assert "declares no CUDAExtension" not in done.output

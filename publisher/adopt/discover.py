@@ -134,6 +134,7 @@ def _read_setup(root: Path, existing: Existing, scratch: Path) -> Discovery:
         raise ProjectError(f"{script}:{err.lineno}: not valid Python ({err.msg})",
                            "fix the syntax error first (or run publisher adopt with the Python the script is for)") from None
     evaluator = Evaluator(root=root, script=script.resolve())
+    refusals: list[tuple[str, int | None]] = []  # calls the recorders refused (an executed script only)
     try:
         evaluator.run_module(tree)
         setup_calls = [c for c in evaluator.calls if c.kind == "setup"]
@@ -144,6 +145,8 @@ def _read_setup(root: Path, existing: Existing, scratch: Path) -> Discovery:
             if isinstance(call.kwargs.get(key), Unknown):
                 raise NeedsExecution(call.kwargs[key].reason, call.kwargs[key].line)
         records = [_ext_record(c) for c in call.kwargs.get("ext_modules") or [] if isinstance(c, Call)]
+        if not records:  # what the script computes at run time may hold one (a branch taken on what it runs)
+            raise NeedsExecution("no extension in ext_modules as read", call.line if hasattr(call, "line") else None)
         setup_name = call.kwargs.get("name") if isinstance(call.kwargs.get("name"), str) else None
         packages = call.kwargs.get("packages") or []
         package_dir = call.kwargs.get("package_dir") or {}
@@ -157,8 +160,13 @@ def _read_setup(root: Path, existing: Existing, scratch: Path) -> Discovery:
                                 f"{err.reason}{where}", file=str(script), line=err.line,
                                 hint="nothing was compiled, installed or downloaded: setup(), the extension classes "
                                      "and subprocesses were replaced; torch.cuda.is_available() answered True"))
-        for blocked in recorded.get("blocked") or []:
-            findings.append(finding("PA104", f"setup.py tried {blocked}; refused", file=str(script)))
+        refusals = _refusals(recorded)
+        for what, line in refusals:
+            findings.append(finding("PA104", f"setup.py tried {what}; refused", file=str(script), line=line))
+        asked = list(dict.fromkeys(recorded.get("git") or []))  # run() and Popen under it: one command
+        if asked:
+            findings.append(finding("PA109", f"setup.py asked git ({'; '.join(f'`{c}`' for c in asked[:4])}): answered "
+                                    "from the project's repository, as where its author runs it", file=str(script)))
         answered = recorded.get("answered") or []
         if answered:
             findings.append(finding("PA105", "no CUDA toolkit here: setup.py was answered as on a machine with CUDA "
@@ -186,6 +194,12 @@ def _read_setup(root: Path, existing: Existing, scratch: Path) -> Discovery:
         findings += problems
         if ext is not None:
             extensions.append(ext)
+    if not extensions and how == "executed" and refusals:
+        what, line = refusals[0]
+        raise ProjectError(f"{script}{f':{line}' if line else ''}: run with recorders, it declared no extension "
+                           f"after publisher refused {what}: that refusal is the likely cause",
+                           "make setup.py declare its extensions without running that command (publisher adopt "
+                           "answers only git's read-only commands, from the project's repository)")
     if not extensions:
         raise ProjectError(f"{script}: declares no CUDAExtension or CppExtension",
                            "publisher adopt ports torch.utils.cpp_extension extensions")
@@ -265,7 +279,8 @@ def _execute(root: Path, scratch: Path, *, without_cuda: bool = False) -> tuple[
     out = scratch / "records.json"
     env = dict(os.environ)
     env.update({"PYTHONDONTWRITEBYTECODE": "1", "FORCE_CUDA": "1", "PIP_NO_INDEX": "1",
-                "no_proxy": "", "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"})
+                "no_proxy": "", "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
+                **_repository(root)})
     command = [sys.executable, str(recorder), str(out), "setup.py", str(facts()["recorded_cuda_version"])]
     if without_cuda:
         env.pop("FORCE_CUDA")
@@ -285,6 +300,32 @@ def _execute(root: Path, scratch: Path, *, without_cuda: bool = False) -> tuple[
             + (f" ({' / '.join(tail)})" if tail else ""), file=str(root / "setup.py"),
             hint="run `python setup.py --help` with that Python to see whether it starts at all")]) from None
     return records, copy.resolve()
+
+
+def _repository(root: Path) -> dict[str, str]:
+    """Where the recorder answers git from: the repository holding the project (its .git folder, or the folder
+    a `.git` file of a worktree or submodule names) and its work tree; nothing outside one."""
+    for folder in (root.resolve(), *root.resolve().parents):
+        marker = folder / ".git"
+        if marker.is_dir():
+            return {"PUBLISHER_ADOPT_GIT_DIR": str(marker), "PUBLISHER_ADOPT_GIT_WORK_TREE": str(folder)}
+        if marker.is_file():
+            text = sources.read_text(marker) or ""
+            named = text.strip().removeprefix("gitdir:").strip() if text.startswith("gitdir:") else ""
+            if named:
+                return {"PUBLISHER_ADOPT_GIT_DIR": str((folder / named).resolve()),
+                        "PUBLISHER_ADOPT_GIT_WORK_TREE": str(folder)}
+            return {}
+    return {}
+
+
+def _refusals(recorded: dict) -> list[tuple[str, int | None]]:
+    """(what setup.py tried, its line) for each call the recorders refused."""
+    out = []
+    for entry in recorded.get("blocked") or []:
+        if isinstance(entry, dict):
+            out.append((str(entry.get("what")), entry.get("line") if isinstance(entry.get("line"), int) else None))
+    return out
 
 
 def _setup_failure(root: Path, copy: Path, recorded: dict) -> list[Finding]:

@@ -3,7 +3,12 @@ the script is not enough). Started as its own program in a scratch copy of
 the project: setuptools.setup, the torch extension classes and BuildExtension
 are replaced by recorders, so nothing is compiled, installed or packaged; any
 subprocess, os.system and network connection is refused (the refusal is
-recorded); torch.cuda.is_available() answers True so the CUDA build is the one
+recorded, with the line of setup.py that made it), but a git command that only
+reads (`git rev-parse HEAD`, `git describe`: a version from the checkout) is
+answered from the project's own repository (PUBLISHER_ADOPT_GIT_DIR and
+PUBLISHER_ADOPT_GIT_WORK_TREE: the repository holding the original folder; the
+scratch copy has none), as it is where the author runs the script (without a
+repository it is refused); torch.cuda.is_available() answers True so the CUDA build is the one
 recorded, and where this machine has no CUDA toolkit the script is answered as
 if it had one of the version given: CUDA_HOME points at a stand-in folder,
 torch.version.cuda and `nvcc -V` / `nvcc --version` name that version (the
@@ -26,11 +31,17 @@ import sys
 import traceback
 import types
 
-records = {"extensions": [], "setup": None, "blocked": [], "answered": [], "error": None, "error_line": None,
+records = {"extensions": [], "setup": None, "blocked": [], "answered": [], "git": [], "error": None, "error_line": None,
            "missing": None, "module_file": None, "torch": None, "environ": {}}
 CUDA = {"version": "13.0", "home": None, "absent": False}  # the toolkit a machine without one is answered as having
 # (absent: answered as a machine without CUDA)
 CUDA_ENVIRON = ("CUDA_HOME", "CUDA_PATH", "FORCE_CUDA", "CUDA_ROOT", "CUDACXX")
+GIT = {"dir": None, "tree": None, "script": None}  # the project's repository (.git, work tree); setup.py's path
+# git subcommands that only read the repository: answered from it, as on the author's machine
+GIT_READS = frozenset({"rev-parse", "describe", "log", "rev-list", "show", "symbolic-ref", "ls-files", "status",
+                       "diff", "name-rev", "cat-file"})
+GIT_OPTIONS_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+ORIGINAL = {}  # the functions the recorders replace, for the calls they answer
 
 
 def _jsonable(value, depth=0):
@@ -103,6 +114,38 @@ def _nvcc_version_query(command):
     return bool(words) and os.path.basename(words[0]) == "nvcc" and any(w in ("-V", "--version") for w in words[1:])
 
 
+def _git_read(command):
+    """Whether `command` is git asked something it only reads (`git -C . rev-parse --short HEAD`)."""
+    words = _words(command)
+    if not words or os.path.basename(words[0]) != "git" or GIT["dir"] is None:
+        return False
+    rest = iter(words[1:])
+    for word in rest:
+        if word in GIT_OPTIONS_WITH_VALUE:
+            next(rest, None)
+        elif not word.startswith("-"):
+            return word in GIT_READS
+    return False
+
+
+def _in_repository(call, *args, **kwargs):
+    """`call` with git pointed at the project's own repository (the copy it runs in has none)."""
+    records["git"].append(" ".join(_words(args[0] if args else kwargs.get("args")))[:120])
+    env = dict(kwargs.get("env") or os.environ)
+    # GIT_OPTIONAL_LOCKS=0: `git status` does not refresh (write) the author's index
+    env.update(GIT_DIR=GIT["dir"], GIT_WORK_TREE=GIT["tree"], GIT_OPTIONAL_LOCKS="0")
+    kwargs["env"] = env
+    return call(*args, **kwargs)
+
+
+def _script_line():
+    """The line of setup.py the call under way was made from (None outside it)."""
+    for frame in reversed(traceback.extract_stack()):
+        if GIT["script"] and os.path.abspath(frame.filename) == GIT["script"]:
+            return frame.lineno
+    return None
+
+
 def _nvcc_answer(kwargs):
     version = CUDA["version"]
     text = ("nvcc: NVIDIA (R) Cuda compiler driver\n"
@@ -117,6 +160,18 @@ def _refuse(what, answer="raise"):
     Asking nvcc for its version is answered (the stand-in toolkit's), not refused."""
     def refused(*args, **kwargs):
         command = args[0] if args else kwargs.get("args")
+        if _git_read(command) and what.startswith("subprocess."):
+            return _in_repository(ORIGINAL[what], *args, **kwargs)
+        if _git_read(command) and what == "os.system":
+            return _in_repository(ORIGINAL["subprocess.call"], command, shell=True)
+        if _git_read(command) and what == "os.popen":
+            os.environ.update(GIT_DIR=GIT["dir"], GIT_WORK_TREE=GIT["tree"], GIT_OPTIONAL_LOCKS="0")
+            try:
+                records["git"].append(" ".join(_words(command))[:120])
+                return ORIGINAL["os.popen"](*args, **kwargs)
+            finally:
+                for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_OPTIONAL_LOCKS"):
+                    os.environ.pop(name, None)
         if answer in ("run", "check", "output", "statusoutput") and _nvcc_version_query(command) \
                 and not CUDA["absent"]:
             records["answered"].append(f"nvcc {' '.join(_words(command)[1:])}: release {CUDA['version']}")
@@ -126,7 +181,7 @@ def _refuse(what, answer="raise"):
             if answer == "statusoutput":
                 return 0, out.rstrip("\n")
             return out.rstrip("\n") if answer == "output" else out
-        records["blocked"].append(f"{what}: {_shown(args)}")
+        records["blocked"].append({"what": f"{what}: {_shown(args)}", "line": _script_line()})
         if answer == "status":
             return 1
         if answer == "run" and not kwargs.get("check"):
@@ -202,7 +257,9 @@ def _install_recorders():
     answers = {"run": "run", "call": "status", "check_call": "check", "check_output": "check", "Popen": "raise",
                "getoutput": "output", "getstatusoutput": "statusoutput"}
     for name, answer in answers.items():
+        ORIGINAL[f"subprocess.{name}"] = getattr(subprocess, name)
         setattr(subprocess, name, _refuse(f"subprocess.{name}", answer))
+    ORIGINAL["os.popen"] = os.popen
     os.system = _refuse("os.system", "status")
     os.popen = _refuse("os.popen")
     socket.socket.connect = _refuse("a network connection")
@@ -231,6 +288,9 @@ def main():
             os.environ.pop(name, None)
     else:
         os.environ.setdefault("FORCE_CUDA", "1")
+    GIT["dir"] = os.environ.pop("PUBLISHER_ADOPT_GIT_DIR", None) or None
+    GIT["tree"] = os.environ.pop("PUBLISHER_ADOPT_GIT_WORK_TREE", None) or None
+    GIT["script"] = os.path.abspath(setup_path)
     before = dict(os.environ)
     try:
         _install_recorders()
