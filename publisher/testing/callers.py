@@ -97,8 +97,8 @@ def package_inputs(project: Project, variant_dir: Path, backend: str) -> dict[st
         return {}
     try:
         derived = inputs.derive(variant_dir, ops, (), texts)
-    except (RecursionError, ValueError, SyntaxError):
-        return {}  # code the reader cannot follow: the smoke test guesses, as it did
+    except Exception:  # noqa: BLE001 - code the reader cannot follow: the smoke test guesses, as without it
+        return {}
     out: dict[str, dict] = {}
     for op in ops:
         found = derived.get(op.name)
