@@ -977,3 +977,42 @@ def write_cpu_in_cuda_project(root: Path, cuda: bool = True) -> Path:
     setup = CPU_IN_CUDA_SETUP if cuda else CPU_IN_CUDA_SETUP.replace("CUDAExtension", "CppExtension")
     return write(root, {"setup.py": setup, "neighbors/__init__.py": "from . import ext\n",
                         "neighbors/csrc/radius.cpp": CPU_IN_CUDA_CPP, "LICENSE": "MIT License\n"})
+
+
+# One PYBIND11_MODULE per build flavour (`#ifdef USE_CUDA ... #else ... #endif`): only one is ever compiled
+FLAVOURS_OPS_CPP = """\
+#include <torch/extension.h>
+
+torch::Tensor scale_cpu(torch::Tensor x, double factor) { return x * factor; }
+
+#ifdef USE_CUDA
+torch::Tensor scale_cuda(torch::Tensor x, double factor);
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("scale", &scale_cuda, "scale (CUDA)");
+}
+#else
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("scale", &scale_cpu, "scale (CPU)");
+}
+#endif
+"""
+
+
+def write_flavours_project(root: Path) -> Path:
+    """A CUDAExtension with USE_CUDA where torch sees a GPU, else a CppExtension of the same .cpp: the module
+    block of each flavour registers its own function."""
+    return write(root, {
+        "csrc/ops.cpp": FLAVOURS_OPS_CPP,
+        "csrc/kernel.cu": "#include <torch/all.h>\n"
+                          "torch::Tensor scale_cuda(torch::Tensor x, double factor) { return x * factor; }\n",
+        "setup.py": "import torch\nfrom setuptools import setup\n"
+                    "from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension\n\n"
+                    "if torch.cuda.is_available():\n"
+                    "    ext = CUDAExtension('flavours_ext', ['csrc/ops.cpp', 'csrc/kernel.cu'],\n"
+                    "                        define_macros=[('USE_CUDA', None)])\n"
+                    "else:\n"
+                    "    ext = CppExtension('flavours_ext', ['csrc/ops.cpp'])\n"
+                    "setup(name='flavours', ext_modules=[ext], cmdclass={'build_ext': BuildExtension})\n",
+        "examples/demo.py": "import torch\nimport flavours_ext\n\nprint(flavours_ext.scale(torch.ones(4, 8), 2.0))\n",
+    })

@@ -118,3 +118,28 @@ def test_an_optional_tensor_taken_by_reference_is_a_mutable_optional_through_a_s
     ported = binding.port_binding(_read(text), ("cuda",), "torch-ext/torch_binding.cpp")
     assert ("const std::optional<at::Tensor>& final_states_out_, bool silu) { c10::optional<at::Tensor> "
             "final_states_out__arg(final_states_out_); fwd(x, out, final_states_out__arg, silu); }") in ported
+
+
+def test_one_module_per_build_flavour_is_ported_as_each_flavour_compiles_it(tmp_path):
+    """`#ifdef USE_CUDA` module / `#else` module: no PA111 (only one is compiled); each block registers its own
+    function in the variants of its flavour, inside its own branch."""
+    import json
+
+    from adopt_fixtures import write_flavours_project
+    from cli_helper import run_cli
+
+    root = write_flavours_project(tmp_path / "flavours")
+    done = run_cli("adopt", str(root), "--force", "--json")
+    assert done.returncode == 0, done.output
+    report = json.loads(done.stdout)
+    assert not [f for f in report["findings"] if f["code"] == "PA111"], report["findings"]
+    ported = (root / "csrc/ops.cpp").read_text()
+    cuda_part = ported[ported.index("#ifdef USE_CUDA"):ported.index("&scale_cuda, \"scale (CUDA)\")")]
+    cpu_part = ported[ported.index("&scale_cuda, \"scale (CUDA)\")"):]
+    assert "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CUDA, ops) {\n  ops.impl(\"scale\", &scale_cuda);" in cuda_part
+    assert "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops) {\n  ops.impl(\"scale\", &scale_cpu);" in cpu_part
+    assert "scale_cpu);" not in cuda_part and "&scale_cuda);" not in cpu_part
+    # a second adopt reads the file as the author wrote it, and ports it the same way
+    again = run_cli("adopt", str(root), "--force")
+    assert again.returncode == 0, again.output
+    assert (root / "csrc/ops.cpp").read_text() == ported

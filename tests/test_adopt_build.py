@@ -71,3 +71,21 @@ def test_the_authors_setup_py_still_builds_the_same_sources_and_computes_the_sam
     assert torch.equal(own.sum_dims(x, [1]), ops.sum_dims(x, [1]))
     assert own.count(x, 3) == ops.count(x, 3) == 105
     assert torch.equal(own.by_mode(x), ops.by_mode(x)) and torch.equal(own.by_mode(x, mode="keep"), ops.by_mode(x, mode="keep"))
+
+
+def test_a_module_per_build_flavour_builds_and_passes_as_the_cpu_flavour(tmp_path):
+    """`#ifdef USE_CUDA` / `#else` PYBIND11_MODULE blocks: the cpu variant compiles the `#else` one, which
+    registers scale_cpu; the generated tests call scale through kernels and pass."""
+    from adopt_fixtures import write_flavours_project
+
+    root = write_flavours_project(tmp_path / "flavours")
+    write_local_matrix(root / "matrix.yaml", compute="cpu")
+    done = run_cli("adopt", str(root), "--force")
+    assert done.returncode == 0, done.output
+    built = run_cli("build", str(root), "--local", "--json", timeout=1200)
+    assert built.returncode == 0, built.stdout + built.stderr
+    tested = run_cli("test", str(root), "--json", timeout=1200)
+    result = json.loads(tested.stdout)
+    assert tested.returncode == 0, result
+    (variant,) = result["variants"].values()
+    assert variant["status"] == "passed" and variant["tests"]["failed"] == 0, variant

@@ -62,6 +62,9 @@ class Binding:
     block: cpp.Block
     ops: tuple[Op, ...]
     findings: tuple[Finding, ...]
+    # the file's other PYBIND11_MODULE blocks, under #if branches this flavour's build does not compile (one
+    # module per build flavour: `#ifdef USE_CUDA ... #else ... #endif`)
+    alternatives: tuple[cpp.Block, ...] = ()
 
 
 def read_binding(file: str, text: str, lookup: Lookup, defines: Sequence[str]) -> Binding | None:
@@ -71,13 +74,17 @@ def read_binding(file: str, text: str, lookup: Lookup, defines: Sequence[str]) -
     blocks = cpp.find_macro_block(masked, "PYBIND11_MODULE")
     if not blocks:
         return None
-    (block, args), *others = blocks
+    known = {d.split("=", 1)[0] for d in defines}
+    compiled = [(b, a) for b, a in blocks if _compiled(masked, b.start, known) is not False]
+    if not compiled:
+        return None  # every module of the file is in a branch this flavour's build leaves out
+    (block, args), *others = compiled
     findings: list[Finding] = []
     for other, _ in others:
         findings.append(_hands(file, text, other.start, "a second PYBIND11_MODULE in one file",
                                "keep one module per file; adopt ports the first"))
+    alternatives = tuple(b for b, _ in blocks if all(b is not c for c, _ in compiled))
     module_var = args[1] if len(args) > 1 else "m"
-    known = {d.split("=", 1)[0] for d in defines}
     ops: list[Op] = []
     conditions: list[bool | None] = []
     for kind, start, end in cpp.statements(masked, block.body_open + 1, block.end - 1):
@@ -119,7 +126,16 @@ def read_binding(file: str, text: str, lookup: Lookup, defines: Sequence[str]) -
                                    "compile against the limited API kernel-builder builds with",
                                    "take and return torch types (Tensor, double, int64_t, ...) instead"))
             break
-    return Binding(file, text, block, tuple(ops), tuple(findings))
+    return Binding(file, text, block, tuple(ops), tuple(findings), alternatives)
+
+
+def _compiled(masked: str, offset: int, known: set[str]) -> bool | None:
+    """Whether the preprocessor compiles `offset` when the macros `known` are defined (None: a condition
+    adopt cannot evaluate)."""
+    conditions: list[bool | None] = []
+    for m in re.finditer(r"^[ \t]*#[^\n]*", masked[:offset], re.M):
+        _directive(m.group(0), conditions, known)
+    return _state(conditions)
 
 
 def _describe(statement: str, module_var: str) -> str:
@@ -353,23 +369,37 @@ def _best(declarations: list[tuple[str, str, cpp.Declaration]]) -> tuple[str, st
 # --- the port ---------------------------------------------------------------------------------
 
 def port_binding(binding: Binding, backends: Sequence[str], defs_file: str,
-                 elsewhere: Mapping[str, Collection[str]] | None = None) -> str:
+                 elsewhere: Mapping[str, Collection[str]] | None = None,
+                 flavours: Sequence[tuple[Binding, Sequence[str]]] = ()) -> str:
     """The binding file with its module block guarded and the op kernels registered beside it
-    (registration_block: `backends`, `elsewhere`)."""
+    (registration_block: `backends`, `elsewhere`). `flavours`: the same file as another build flavour
+    reads it (its cpu build without CUDA), with the backends that flavour's variants are: where that
+    flavour compiles another module block (`#ifdef USE_CUDA ... #else ... #endif`), that block is ported
+    the same way, registering its own functions; a module block no flavour compiles is guarded only."""
     text = binding.text
-    block = binding.block
-    registration = registration_block(binding.ops, backends, elsewhere)
-    original = text[block.start:block.end]
-    rest = text[block.end:]
-    ported = (f"#ifdef Py_LIMITED_API  // {MARKER}: kernel-builder builds (limited API, no pybind11) register the ops "
-              f"declared in {defs_file}\n"
-              "#include <torch/library.h>\n\n"
-              '#include "registration.h"\n\n'
-              f"{registration}"
-              "#else\n"
-              f"{original}\n"
-              f"{GUARD_END}\n")
-    return guard_includes(text[:block.start] + ported + rest.removeprefix("\n"))
+    ported: dict[int, tuple[cpp.Block, str]] = {}
+    for read, scope in ((binding, backends), *flavours):
+        if read.block.start not in ported:
+            ported[read.block.start] = (read.block, registration_block(read.ops, scope, elsewhere))
+    hidden = [b for b in binding.alternatives if b.start not in ported]
+    edits = [(b.start, b.end, _ported_block(text[b.start:b.end], registration, defs_file))
+             for b, registration in ported.values()]
+    edits += [(b.start, b.end, f"#ifndef Py_LIMITED_API  // {MARKER}: a module of another build flavour\n"
+                                f"{text[b.start:b.end]}\n{GUARD_END}\n") for b in hidden]
+    for start, end, replacement in sorted(edits, reverse=True):
+        text = text[:start] + replacement + text[end:].removeprefix("\n")
+    return guard_includes(text)
+
+
+def _ported_block(original: str, registration: str, defs_file: str) -> str:
+    return (f"#ifdef Py_LIMITED_API  // {MARKER}: kernel-builder builds (limited API, no pybind11) register the ops "
+            f"declared in {defs_file}\n"
+            "#include <torch/library.h>\n\n"
+            '#include "registration.h"\n\n'
+            f"{registration}"
+            "#else\n"
+            f"{original}\n"
+            f"{GUARD_END}\n")
 
 
 def registration_block(ops: Sequence[Op], backends: Sequence[str],

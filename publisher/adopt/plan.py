@@ -331,13 +331,21 @@ class _Planner:
         of `compiled_for` (binding.registration_block, with `elsewhere`); op registrations under the kernel's
         namespace; removed torch APIs replaced."""
         ported = {b.file: b for b in found.bindings}
+        without_cuda = self._flavour_bindings(ext)
         for rel in found.files:
             text = self.original(rel)
             if text is None:
                 continue
             new, what = text, []
             if rel in ported:
-                new = binding.port_binding(ported[rel], compiled_for, defs_path, elsewhere)
+                other = without_cuda.get(rel)
+                if other is not None and other.block.start != ported[rel].block.start:
+                    # one module per flavour (`#ifdef USE_CUDA ... #else ... #endif`): each registers its own
+                    gpu = tuple(b for b in compiled_for if b != binding.HOST_BACKEND)
+                    new = binding.port_binding(ported[rel], gpu, defs_path, elsewhere,
+                                               [(other, (binding.HOST_BACKEND,))])
+                else:
+                    new = binding.port_binding(ported[rel], compiled_for, defs_path, elsewhere)
                 what.append(f"the pybind11 module guarded; {len(ported[rel].ops)} op kernel(s) registered beside it")
             if rel in self._libraries:
                 registered = library.port(new, self._libraries[rel], self._namespaces, rel == self._library_file)
@@ -351,6 +359,16 @@ class _Planner:
             new = self._port_removed_apis(rel, guarded, what)
             if new != text or self.read(rel) != text:
                 self.change(rel, new, "; ".join(what))
+
+    def _flavour_bindings(self, ext: Extension) -> dict[str, binding.Binding]:
+        """file -> its binding as the extension's build without CUDA (its cpu backend) reads it, where a file
+        holds module blocks for several flavours; {} otherwise."""
+        if ext.cpu_build is None:
+            return {}
+        kept = len(self.findings)
+        read = self._read_extension(ext.cpu_build)
+        del self.findings[kept:]  # what reading the same sources again says, it has said
+        return {b.file: b for b in read.bindings}
 
     def _port_removed_apis(self, rel: str, text: str, what: list[str]) -> str:
         """`text` with the torch C++ APIs torch removed (or deprecated) replaced where the replacement is exact
