@@ -1016,3 +1016,31 @@ def write_flavours_project(root: Path) -> Path:
                     "setup(name='flavours', ext_modules=[ext], cmdclass={'build_ext': BuildExtension})\n",
         "examples/demo.py": "import torch\nimport flavours_ext\n\nprint(flavours_ext.scale(torch.ones(4, 8), 2.0))\n",
     })
+
+
+def write_sibling_packages_project(root: Path) -> Path:
+    """Deformable-DETR's ops layout: setup.py installs `functions` and `modules` side by side (find_packages), a
+    top-level extension module, and `modules` imports `functions` relatively (`from ..functions import X`)."""
+    return write(root, {
+        "src/vision.cpp": "#include <torch/extension.h>\n\n"
+                          "torch::Tensor scale_forward(torch::Tensor x, double factor) { return x * factor; }\n\n"
+                          "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+                          '  m.def("scale_forward", &scale_forward, "scale_forward");\n}\n',
+        "setup.py": "from setuptools import find_packages, setup\n"
+                    "from torch.utils.cpp_extension import BuildExtension, CppExtension\n\n"
+                    "setup(name='MultiScaleScale', version='1.0',\n"
+                    "      ext_modules=[CppExtension('ScaleOps', ['src/vision.cpp'])],\n"
+                    "      packages=find_packages(exclude=('configs', 'tests')),\n"
+                    "      cmdclass={'build_ext': BuildExtension})\n",
+        "functions/__init__.py": "from .scale_func import ScaleFunction\n",
+        "functions/scale_func.py": "from torch.autograd import Function\n\nimport ScaleOps as SO\n\n\n"
+                                   "class ScaleFunction(Function):\n    @staticmethod\n"
+                                   "    def forward(ctx, x, factor):\n        ctx.factor = factor\n"
+                                   "        return SO.scale_forward(x, factor)\n\n    @staticmethod\n"
+                                   "    def backward(ctx, grad):\n        return grad * ctx.factor, None\n",
+        "modules/__init__.py": "from .scale import Scale\n",
+        "modules/scale.py": "import torch.nn as nn\n\nfrom ..functions import ScaleFunction\n\n\n"
+                            "class Scale(nn.Module):\n    def __init__(self, factor=2.0):\n"
+                            "        super().__init__()\n        self.factor = factor\n\n"
+                            "    def forward(self, x):\n        return ScaleFunction.apply(x, self.factor)\n",
+    })

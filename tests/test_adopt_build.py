@@ -89,3 +89,32 @@ def test_a_module_per_build_flavour_builds_and_passes_as_the_cpu_flavour(tmp_pat
     assert tested.returncode == 0, result
     (variant,) = result["variants"].values()
     assert variant["status"] == "passed" and variant["tests"]["failed"] == 0, variant
+
+
+def test_packages_installed_side_by_side_become_subpackages_whose_relative_imports_hold(tmp_path):
+    """`functions` and `modules` (find_packages) importing each other relatively: one kernel package holding
+    both, no PA121; the layer of `modules` runs the op forward and backward through the loaded kernel."""
+    from adopt_fixtures import write_sibling_packages_project
+
+    root = write_sibling_packages_project(tmp_path / "msda")
+    write_local_matrix(root / "matrix.yaml", compute="cpu")
+    done = run_cli("adopt", str(root), "--force", "--json")
+    assert done.returncode == 0, done.output
+    assert not [f for f in json.loads(done.stdout)["findings"] if f["code"] == "PA121"]
+    package = root / "torch-ext/multiscalescale"
+    assert (package / "modules/scale.py").read_text().count("from ..functions import ScaleFunction") == 1
+    built = run_cli("build", str(root), "--local", "--json", timeout=1200)
+    assert built.returncode == 0, built.stdout + built.stderr
+    tested = run_cli("test", str(root), "--json", timeout=1200)
+    assert tested.returncode == 0, tested.stdout
+    check = (
+        "import sys, pathlib, torch, kernels\n"
+        "k = kernels.get_local_kernel(pathlib.Path(sys.argv[1]), backend='cpu')\n"
+        "x = torch.randn(3, 4, requires_grad=True)\n"
+        "y = k.modules.Scale(3.0)(x)\n"
+        "y.sum().backward()\n"
+        "assert torch.equal(y, x * 3) and torch.equal(x.grad, torch.full_like(x, 3.0))\n"
+        "print('ok')\n")
+    loaded = subprocess.run([sys.executable, "-c", check, str(root / "build")], capture_output=True, text=True,
+                            timeout=300)
+    assert loaded.stdout.strip() == "ok", loaded.stdout + loaded.stderr

@@ -274,18 +274,20 @@ class _Planner:
         return "CUDAExtension" if ext.backend == "cuda" else "CppExtension"
 
     def _main_package(self) -> PythonPackage | None:
+        """The installed package the kernel's package is carried from; None where there is none, or where
+        setup.py installs several and none holds the extension (Deformable-DETR's `functions` and `modules`,
+        which import each other relatively: `from ..functions import X`): those become subpackages of the
+        kernel's package (self._subpackages), where the relative imports between them hold as written."""
         packages = list(self.d.packages)
+        self._subpackages: tuple[PythonPackage, ...] = ()
         for ext in self.d.extensions:
             for pkg in packages:
                 if pkg.name == ext.package:
                     return pkg
         if len(packages) == 1:
             return packages[0]
-        for pkg in packages[1:]:
-            self.findings.append(finding("PA121", f"setup.py installs several packages; only {packages[0].name} is "
-                                         f"carried into the kernel, not {pkg.name}", file="setup.py",
-                                         hint="move what the kernel needs into one package"))
-        return packages[0] if packages else None
+        self._subpackages = tuple(packages)
+        return None
 
     def _defs_path(self, ext_sources: Sequence[str]) -> str:
         for path in DEFS_FILES:
@@ -414,7 +416,8 @@ class _Planner:
 
     def _python_namespaces(self, main_pkg: PythonPackage | None) -> set[str]:
         """The op namespaces the project's Python code defines ops in (torch.library.custom_op("ns::op"), ...)."""
-        files = [f"{main_pkg.path}/{rel}" for rel in sources.walk(self.root / main_pkg.path, (".py",))] if main_pkg else []
+        carried = [main_pkg] if main_pkg else list(self._subpackages)
+        files = [f"{pkg.path}/{rel}" for pkg in carried for rel in sources.walk(self.root / pkg.path, (".py",))]
         return {ns for rel in [*files, *self.d.wrappers] for ns in python.defined_namespaces(self.original(rel) or "")}
 
     def _read_libraries(self, exts: Sequence[Extension], python_namespaces: set[str]) -> None:
@@ -671,6 +674,7 @@ class _Planner:
                 self.change(target, new, "the package's own module" + (", imports rewritten" if new != text else "")
                             + ("" if source == target else f" (from {source})"))
                 planned.add(target)
+        subpackages = self._carry_subpackages(pkg_dir, inside, loads, planned)
         wrapper_names = []
         for rel in self.d.wrappers:
             target = f"{pkg_dir}/{PurePosixPath(rel).name}"
@@ -731,7 +735,7 @@ class _Planner:
         else:
             init = f"{pkg_dir}/__init__.py"
             if init not in planned:
-                self.change(init, python.generated_init(python_name, modules, wrapper_names,
+                self.change(init, python.generated_init(python_name, modules, wrapper_names + subpackages,
                                                                   [e.module for e in exts]),
                             "the package: the extension's functions at the top")
                 for path, functions in modules:
@@ -739,6 +743,31 @@ class _Planner:
                         for f in functions:
                             access[f] = ""
         return access
+
+    def _carry_subpackages(self, pkg_dir: str, inside: dict[str, str], loads: dict[str, str],
+                           planned: set[str]) -> list[str]:
+        """The packages setup.py installs beside each other (self._subpackages), carried as subpackages of the
+        kernel's package: relative imports between them hold as written, absolute ones (`from functions import
+        X`, `import Ext`) become relative. Returns their names."""
+        names = {pkg.name: pkg.name for pkg in self._subpackages}
+        for pkg in self._subpackages:
+            for rel in sources.walk(self.root / pkg.path, (".py",)):
+                source = f"{pkg.path}/{rel}"
+                target = f"{pkg_dir}/{pkg.name}/{rel}"
+                text = self.original(source)
+                if text is None:
+                    continue
+                depth = len(PurePosixPath(rel).parts)  # its folder, one below the kernel's package
+                ctx = python.ImportContext({**inside, **names}, None, depth, frozenset(self._namespaces))
+                new, problems = python.rewrite(text, source, ctx, loads, self._sites(source))
+                self.findings += problems
+                self.change(target, new, f"the installed package `{pkg.name}`, a subpackage of the kernel's"
+                            + (", imports rewritten" if new != text else ""))
+                planned.add(target)
+        if self._subpackages:
+            self.notes.append("setup.py installs " + ", ".join(p.name for p in self._subpackages) + ": carried as "
+                              "subpackages of the kernel's package")
+        return list(names)
 
     def _imported(self, ext: Extension, planned: set[str]) -> bool:
         """Whether a carried module imports the extension module by name (extension-cpp: `from . import _C`)."""
