@@ -62,8 +62,9 @@ def test_what_cannot_be_rewritten_is_named_with_its_line():
             "y = torch.ops.pkg.op\n"
             "z = pkg._C.forward\n")
     new, findings = _rewrite(text)
-    assert {(f.code, f.line) for f in findings} == {("PA121", 3), ("PA183", 4), ("PA122", 5), ("PA122", 6)}
-    assert "import pkg._C\n" in new  # `pkg` is used: left as it was, the finding says why
+    assert {(f.code, f.line) for f in findings} == {("PA183", 4), ("PA122", 5), ("PA122", 6)}
+    # `pkg` is only ever `pkg._C...`: the exact rewrite binds `_C` relatively and each use names it
+    assert "from . import _C\n" in new and "z = _C.forward\n" in new
     # the lookup by the old name is the carried module's, relative to the package
     assert 'found = importlib.util.find_spec(".fused_ssim_cuda", __package__)\n' in new
 
@@ -129,3 +130,22 @@ def test_a_projects_test_calling_the_ops_by_their_namespace_calls_the_kernels():
     assert "torch.library.register_fake(extension_cpp._ops.add_op_namespace_prefix(\"mymul\"))" in new
     assert "import extension_cpp\nimport extension_cpp._ops\n" in new and "torch.ops.extension_cpp" not in new
     ast.parse(new)
+
+
+def test_an_absolute_self_import_used_through_the_package_name_becomes_relative():
+    # `import pkg.functions` then `pkg.functions.f(...)`: the relative import and `functions.f(...)` are exact
+    text = ("import torch\nimport pkg.functions\nimport pkg.ops.inner\n\n\n"
+            "def forward(x):\n    return pkg.functions.scale(x) + pkg.ops.inner.shift(x)\n")
+    new, findings = _rewrite(text, ImportContext(CTX.extensions, "pkg", depth=1))
+    assert not findings
+    assert new == ("import torch\nfrom .. import functions\n"
+                   "from .. import ops; from ..ops import inner as _inner  # noqa: F401  loads pkg.ops.inner\n\n\n"
+                   "def forward(x):\n    return functions.scale(x) + ops.inner.shift(x)\n")
+
+
+def test_a_self_import_whose_package_name_is_used_itself_stays_a_finding():
+    # `pkg` passed around (or its submodule's name already taken in the file): no exact rewrite, the finding says so
+    for text in ("import pkg.functions\nprint(pkg)\n",
+                 "import pkg.functions\nfunctions = 1\ny = pkg.functions.f(functions)\n"):
+        new, findings = _rewrite(text)
+        assert [f.code for f in findings] == ["PA121"] and "import pkg.functions\n" in new, new

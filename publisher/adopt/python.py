@@ -73,9 +73,11 @@ def rewrite(text: str, file: str, ctx: ImportContext, loads: dict[str, str],
     edits: list[tuple[int, int, str]] = []  # (first line, last line, replacement), 1-based inclusive
     findings: list[Finding] = []
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}  # names the file reads or binds
+    spans: list[tuple[int, int, int, int, str]] = []
+    rebound = _self_rooted(tree, ctx, spans, used)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            replacement = _rewrite_import(node, ctx, file, findings, used)
+            replacement = _rewrite_import(node, ctx, file, findings, used, rebound)
             if replacement is not None:
                 edits.append((node.lineno, node.end_lineno, _indent(lines, node) + replacement + _tail(lines, node)))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -119,7 +121,6 @@ def rewrite(text: str, file: str, ctx: ImportContext, loads: dict[str, str],
                 findings += _fixed_namespace(node, file)
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _is_load(node.value):
             findings.append(finding("PA121", "a load() call whose result is not kept", file=file, line=node.lineno))
-    spans: list[tuple[int, int, int, int, str]] = []
     lookups = _lookups(tree, ctx, file, spans, findings)
     loading = _library_loads(tree, ctx, lines, edits, findings, file)
     name = next(n for n in _OPS_NAMES if n not in _bound_names(tree)) if ctx.namespaces else "ops"
@@ -347,14 +348,53 @@ def _tail(lines: list[str], node: ast.stmt) -> str:
     return rest if rest.endswith("\n") else rest + ("\n" if last.endswith("\n") else "")
 
 
+def _self_rooted(tree: ast.Module, ctx: ImportContext, spans: list[tuple[int, int, int, int, str]],
+                 used: set[str]) -> set[str]:
+    """Roots of `import pkg.sub` imports of the package itself whose every use is `pkg.sub...` (Deformable-DETR
+    style code calling `pkg.functions.f(...)`): the import becomes relative (`from . import sub`) and each
+    `pkg.sub` the submodule's own name, an exact rewrite (spans get those edits). Returns those roots."""
+    firsts: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                inside = _target(ctx, alias.name)
+                if not alias.asname and "." in alias.name and inside:
+                    firsts.setdefault(alias.name.split(".")[0], set()).add(inside.split(".")[0])
+    if not firsts:
+        return set()
+    uses: dict[str, list[ast.Attribute]] = {root: [] for root in firsts}
+    exact = {root for root, names in firsts.items() if not names & used}  # `functions` free to bind
+    attributes = {id(n.value): n for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in firsts:
+            parent = attributes.get(id(node))
+            if not isinstance(node.ctx, ast.Load) or parent is None or parent.attr not in firsts[node.id]:
+                exact.discard(node.id)  # bound again, or used as the package itself: not this rewrite
+            else:
+                uses[node.id].append(parent)
+    for root in exact:
+        for use in uses[root]:
+            spans.append((use.lineno, use.col_offset, use.end_lineno, use.end_col_offset, use.attr))
+    return exact
+
+
 def _rewrite_import(node: ast.Import, ctx: ImportContext, file: str, findings: list[Finding],
-                    used: set[str]) -> str | None:
+                    used: set[str], rebound: set[str] = frozenset()) -> str | None:
     parts: list[str] = []
     changed = False
     for alias in node.names:
         inside = _target(ctx, alias.name)
         if inside is None:
             parts.append(f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
+            continue
+        if not alias.asname and "." in alias.name and inside and alias.name.split(".")[0] in rebound:
+            # `import pkg.a.b` used as `pkg.a.b...`: `a` bound relatively (each use is rewritten to `a...`)
+            first, _, rest = inside.partition(".")
+            parts.append(f"from {_dots(ctx)} import {first}")
+            if rest:
+                frm, leaf = _relative(ctx, inside)
+                parts.append(f"from {frm} import {leaf} as _{leaf}  # noqa: F401  loads {alias.name}")
+            changed = True
             continue
         if not alias.asname and "." in alias.name and inside and alias.name.split(".")[0] not in used:
             # `import pkg.sub` for its effect only (pointnet2_ops/__init__.py): the submodule, relatively
