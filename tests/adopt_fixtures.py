@@ -1044,3 +1044,24 @@ def write_sibling_packages_project(root: Path) -> Path:
                             "        super().__init__()\n        self.factor = factor\n\n"
                             "    def forward(self, x):\n        return ScaleFunction.apply(x, self.factor)\n",
     })
+
+
+def write_load_named_like_a_module_project(root: Path) -> Path:
+    """Two load() extensions in one package, one built by pkg/knn.py under the name `knn` (the module's own)."""
+    load_module = ("import os\nfrom torch.utils.cpp_extension import load\n\n"
+                   "here = os.path.dirname(os.path.abspath(__file__))\n"
+                   "{var} = load(name=\"{name}\", sources=[os.path.join(here, \"csrc\", \"{name}.cpp\")])\n\n\n"
+                   "def {fn}({params}):\n    return {var}.{fn}_forward({params})\n")
+    return write(root, {
+        "pkg/csrc/knn.cpp": "#include <torch/extension.h>\n"
+                            "torch::Tensor knn_forward(torch::Tensor x, int64_t k) { return std::get<1>(x.topk(k, -1)); }\n"
+                            'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("knn_forward", &knn_forward, "knn"); }\n',
+        "pkg/csrc/dist_ext.cpp": "#include <torch/extension.h>\n"
+                                 "torch::Tensor dist_forward(torch::Tensor a, torch::Tensor b) { return (a - b).abs(); }\n"
+                                 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("dist_forward", &dist_forward, "d"); }\n',
+        "pkg/__init__.py": "from .knn import knn\nfrom .dist import dist\n",
+        "pkg/knn.py": load_module.format(var="_knn", name="knn", fn="knn", params="x, k"),
+        "pkg/dist.py": load_module.format(var="_dist", name="dist_ext", fn="dist", params="a, b"),
+        "examples/demo.py": "import torch\nfrom pkg import dist, knn\n\n"
+                            "print(knn(torch.randn(4, 8), 2), dist(torch.ones(3), torch.zeros(3)))\n",
+    })

@@ -118,3 +118,28 @@ def test_packages_installed_side_by_side_become_subpackages_whose_relative_impor
     loaded = subprocess.run([sys.executable, "-c", check, str(root / "build")], capture_output=True, text=True,
                             timeout=300)
     assert loaded.stdout.strip() == "ok", loaded.stdout + loaded.stderr
+
+
+def test_a_load_extension_named_like_a_module_of_its_package_still_gets_its_ops(tmp_path):
+    """pkg/knn.py builds `knn = load(name="knn")`: the extension module is carried under a free name and the
+    load() site imports it, so knn() runs the op through the loaded kernel (no PA121, no op left out)."""
+    from adopt_fixtures import write_load_named_like_a_module_project
+
+    root = write_load_named_like_a_module_project(tmp_path / "points")
+    write_local_matrix(root / "matrix.yaml", compute="cpu")
+    done = run_cli("adopt", str(root), "--force", "--json")
+    assert done.returncode == 0, done.output
+    assert not [f for f in json.loads(done.stdout)["findings"] if f["code"] == "PA121"]
+    built = run_cli("build", str(root), "--local", "--json", timeout=1200)
+    assert built.returncode == 0, built.stdout + built.stderr
+    tested = run_cli("test", str(root), "--json", timeout=1200)
+    assert tested.returncode == 0, tested.stdout
+    check = (
+        "import sys, pathlib, torch, kernels\n"
+        "k = kernels.get_local_kernel(pathlib.Path(sys.argv[1]), backend='cpu')\n"
+        "x = torch.tensor([[0.0, 3.0, 1.0, 2.0]])\n"
+        "assert k.knn(x, 2).tolist() == [[1, 3]] and k.dist(torch.ones(2), torch.zeros(2)).tolist() == [1.0, 1.0]\n"
+        "print('ok')\n")
+    loaded = subprocess.run([sys.executable, "-c", check, str(root / "build")], capture_output=True, text=True,
+                            timeout=300)
+    assert loaded.stdout.strip() == "ok", loaded.stdout + loaded.stderr

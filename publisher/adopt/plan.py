@@ -648,7 +648,8 @@ class _Planner:
                 python_name: str) -> dict[str, str]:
         """Write the package; returns op name -> attribute path from the loaded kernel to the function."""
         pkg_dir = f"torch-ext/{python_name}"
-        inside = {e.module: (e.module.split(".", 1)[1] if e.package else e.module) for e in exts}
+        inside = self._free_names({e.module: (e.module.split(".", 1)[1] if e.package else e.module) for e in exts},
+                                  main_pkg)
         old_package = main_pkg.name if main_pkg else next((e.package for e in exts if e.package), None)
         loads = dict(inside)
         self._moved = {m: f"{python_name}.{path}" for m, path in inside.items() if path.rpartition(".")[2] != python.OPS_MODULE}
@@ -743,6 +744,27 @@ class _Planner:
                         for f in functions:
                             access[f] = ""
         return access
+
+    def _free_names(self, inside: dict[str, str], main_pkg: PythonPackage | None) -> dict[str, str]:
+        """Where each extension module lives in the package; a load() extension named like a module the package
+        already carries (`knn = load(name="knn")` in pkg/knn.py) gets a free name beside it (`knn_ext`): nothing
+        imports a load()-built module by its name, the load() site becomes an import of the new one."""
+        if self.d.route != "load()":
+            return inside
+        taken = {PurePosixPath(w).stem for w in self.d.wrappers} | {p.name for p in self._subpackages}
+        if main_pkg is not None:
+            for rel in sources.walk(self.root / main_pkg.path, (".py",)):
+                taken.add(PurePosixPath(rel).parts[0].removesuffix(".py"))
+        out = {}
+        for module, path in inside.items():
+            if path in taken:
+                path = next(c for c in (f"{path}_ext", f"_{path}_ext", *(f"_{path}_ext{i}" for i in range(2, 99)))
+                            if c not in taken)
+                self.notes.append(f"the load() module `{module}` is named like a module of the package: carried as "
+                                  f"`{path}`")
+            taken.add(path)
+            out[module] = path
+        return out
 
     def _carry_subpackages(self, pkg_dir: str, inside: dict[str, str], loads: dict[str, str],
                            planned: set[str]) -> list[str]:
