@@ -73,21 +73,34 @@ def test_the_authors_setup_py_still_builds_the_same_sources_and_computes_the_sam
     assert torch.equal(own.by_mode(x), ops.by_mode(x)) and torch.equal(own.by_mode(x, mode="keep"), ops.by_mode(x, mode="keep"))
 
 
+def _adopt_build_test(root: Path) -> tuple[dict, dict]:
+    """adopt --force, build --local (the running torch's cpu cell), test: (adopt's report, the variant's test entry)."""
+    write_local_matrix(root / "matrix.yaml", compute="cpu")
+    done = run_cli("adopt", str(root), "--force", "--json")
+    assert done.returncode == 0, done.output
+    built = run_cli("build", str(root), "--local", "--json", timeout=1200)
+    assert built.returncode == 0, built.stdout + built.stderr
+    tested = run_cli("test", str(root), "--json", timeout=1200)
+    assert tested.returncode == 0, tested.stdout
+    (variant,) = json.loads(tested.stdout)["variants"].values()
+    return json.loads(done.stdout), variant
+
+
+def _through_kernels(root: Path, check: str) -> None:
+    """`check` run in a fresh interpreter with `k`, the kernel built in root/build, loaded through kernels."""
+    script = ("import sys, pathlib, torch, kernels\n"
+              "k = kernels.get_local_kernel(pathlib.Path(sys.argv[1]), backend='cpu')\n" + check + "print('ok')\n")
+    loaded = subprocess.run([sys.executable, "-c", script, str(root / "build")], capture_output=True, text=True,
+                            timeout=300)
+    assert loaded.stdout.strip() == "ok", loaded.stdout + loaded.stderr
+
+
 def test_a_module_per_build_flavour_builds_and_passes_as_the_cpu_flavour(tmp_path):
     """`#ifdef USE_CUDA` / `#else` PYBIND11_MODULE blocks: the cpu variant compiles the `#else` one, which
     registers scale_cpu; the generated tests call scale through kernels and pass."""
     from adopt_fixtures import write_flavours_project
 
-    root = write_flavours_project(tmp_path / "flavours")
-    write_local_matrix(root / "matrix.yaml", compute="cpu")
-    done = run_cli("adopt", str(root), "--force")
-    assert done.returncode == 0, done.output
-    built = run_cli("build", str(root), "--local", "--json", timeout=1200)
-    assert built.returncode == 0, built.stdout + built.stderr
-    tested = run_cli("test", str(root), "--json", timeout=1200)
-    result = json.loads(tested.stdout)
-    assert tested.returncode == 0, result
-    (variant,) = result["variants"].values()
+    _, variant = _adopt_build_test(write_flavours_project(tmp_path / "flavours"))
     assert variant["status"] == "passed" and variant["tests"]["failed"] == 0, variant
 
 
@@ -97,27 +110,13 @@ def test_packages_installed_side_by_side_become_subpackages_whose_relative_impor
     from adopt_fixtures import write_sibling_packages_project
 
     root = write_sibling_packages_project(tmp_path / "msda")
-    write_local_matrix(root / "matrix.yaml", compute="cpu")
-    done = run_cli("adopt", str(root), "--force", "--json")
-    assert done.returncode == 0, done.output
-    assert not [f for f in json.loads(done.stdout)["findings"] if f["code"] == "PA121"]
+    report, _ = _adopt_build_test(root)
+    assert not [f for f in report["findings"] if f["code"] == "PA121"]
     package = root / "torch-ext/multiscalescale"
     assert (package / "modules/scale.py").read_text().count("from ..functions import ScaleFunction") == 1
-    built = run_cli("build", str(root), "--local", "--json", timeout=1200)
-    assert built.returncode == 0, built.stdout + built.stderr
-    tested = run_cli("test", str(root), "--json", timeout=1200)
-    assert tested.returncode == 0, tested.stdout
-    check = (
-        "import sys, pathlib, torch, kernels\n"
-        "k = kernels.get_local_kernel(pathlib.Path(sys.argv[1]), backend='cpu')\n"
-        "x = torch.randn(3, 4, requires_grad=True)\n"
-        "y = k.modules.Scale(3.0)(x)\n"
-        "y.sum().backward()\n"
-        "assert torch.equal(y, x * 3) and torch.equal(x.grad, torch.full_like(x, 3.0))\n"
-        "print('ok')\n")
-    loaded = subprocess.run([sys.executable, "-c", check, str(root / "build")], capture_output=True, text=True,
-                            timeout=300)
-    assert loaded.stdout.strip() == "ok", loaded.stdout + loaded.stderr
+    _through_kernels(root, "x = torch.randn(3, 4, requires_grad=True)\ny = k.modules.Scale(3.0)(x)\n"
+                           "y.sum().backward()\n"
+                           "assert torch.equal(y, x * 3) and torch.equal(x.grad, torch.full_like(x, 3.0))\n")
 
 
 def test_a_load_extension_named_like_a_module_of_its_package_still_gets_its_ops(tmp_path):
@@ -126,20 +125,7 @@ def test_a_load_extension_named_like_a_module_of_its_package_still_gets_its_ops(
     from adopt_fixtures import write_load_named_like_a_module_project
 
     root = write_load_named_like_a_module_project(tmp_path / "points")
-    write_local_matrix(root / "matrix.yaml", compute="cpu")
-    done = run_cli("adopt", str(root), "--force", "--json")
-    assert done.returncode == 0, done.output
-    assert not [f for f in json.loads(done.stdout)["findings"] if f["code"] == "PA121"]
-    built = run_cli("build", str(root), "--local", "--json", timeout=1200)
-    assert built.returncode == 0, built.stdout + built.stderr
-    tested = run_cli("test", str(root), "--json", timeout=1200)
-    assert tested.returncode == 0, tested.stdout
-    check = (
-        "import sys, pathlib, torch, kernels\n"
-        "k = kernels.get_local_kernel(pathlib.Path(sys.argv[1]), backend='cpu')\n"
-        "x = torch.tensor([[0.0, 3.0, 1.0, 2.0]])\n"
-        "assert k.knn(x, 2).tolist() == [[1, 3]] and k.dist(torch.ones(2), torch.zeros(2)).tolist() == [1.0, 1.0]\n"
-        "print('ok')\n")
-    loaded = subprocess.run([sys.executable, "-c", check, str(root / "build")], capture_output=True, text=True,
-                            timeout=300)
-    assert loaded.stdout.strip() == "ok", loaded.stdout + loaded.stderr
+    report, _ = _adopt_build_test(root)
+    assert not [f for f in report["findings"] if f["code"] == "PA121"]
+    _through_kernels(root, "x = torch.tensor([[0.0, 3.0, 1.0, 2.0]])\nassert k.knn(x, 2).tolist() == [[1, 3]]\n"
+                           "assert k.dist(torch.ones(2), torch.zeros(2)).tolist() == [1.0, 1.0]\n")
