@@ -154,3 +154,17 @@ def test_no_extension_after_a_refused_command_names_the_refusal_and_its_line(tmp
     assert "setup.py:6: run with recorders, it declared no extension after publisher refused " \
            "subprocess.check_output: nvidia-smi" in done.output, done.output
     assert "declares no CUDAExtension" not in done.output
+
+
+def test_a_shell_line_starting_with_git_that_could_run_more_is_refused(tmp_path):
+    """Only git itself is answered: `git rev-parse HEAD; touch X` through a shell would run `touch` too."""
+    setup = GIT_VERSION_SETUP.replace(
+        'described = os.popen("git describe --always").read().strip()',
+        'try:\n    described = os.popen("git describe --always; touch " + os.path.join(here, "RAN")).read()\n'
+        'except OSError:\n    described = "refused"')
+    root = write(tmp_path / "gitver", {"setup.py": setup, "lib.cpp": BINDING})
+    _commit(root)
+    found = discover(root)
+    assert [e.module for e in found.extensions] == ["gitver_ext"]
+    assert any(f.code == "PA104" and "os.popen" in f.message for f in found.findings), found.findings
+    assert not (root / "RAN").exists()

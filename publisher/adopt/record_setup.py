@@ -116,6 +116,8 @@ def _nvcc_version_query(command):
 
 def _git_read(command):
     """Whether `command` is git asked something it only reads (`git -C . rev-parse --short HEAD`)."""
+    if isinstance(command, str) and any(c in command for c in ";|&$`<>()\n\\*?~{}"):
+        return False  # a shell line that could run more than git: refused like any other
     words = _words(command)
     if not words or os.path.basename(words[0]) != "git" or GIT["dir"] is None:
         return False
