@@ -152,7 +152,7 @@ def test_a_call_that_broke_the_gpu_is_no_verdict_and_names_its_inputs(tmp_path):
                               "detail": "AcceleratorError: CUDA error: an illegal memory access was encountered"})
     outcome = _judge(RC1, _events(("t::test_registered_ops_run",), failed=1), suite=verdict.SMOKE, smoke=smoke)
     assert outcome.status == "untested", outcome
-    assert ("the smoke test broke the device calling op gemm(Tensor[8, 256] float32 cuda:0): AcceleratorError"
+    assert ("the smoke test left the accelerator unusable in op gemm(Tensor[8, 256] float32 cuda:0): AcceleratorError"
             in outcome.reason and "on inputs publisher made" in outcome.reason)
 
 

@@ -363,7 +363,7 @@ def _smoke_crash(run: RunResult, smoke: SmokeLog) -> str | None:
     """The smoke call that killed the process or the device, said as what happened, or None."""
     fatal = next((c for c in smoke.calls if c.outcome == FATAL), None)
     if fatal is not None:
-        return f"broke the device calling {fatal.target}({fatal.inputs}): {fatal.detail}"
+        return f"left the accelerator unusable in {fatal.target}({fatal.inputs}): {fatal.detail}"
     unfinished = smoke.unfinished
     if unfinished is not None and run.returncode < 0:
         return f"crashed ({_signal_name(run.returncode)}) calling {unfinished.target}({unfinished.inputs})"
