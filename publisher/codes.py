@@ -104,6 +104,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PA192": (W, "no call in the project shows an op's inputs: the generated test's INPUTS are guessed"),
     "PA193": (W, "a file of the project's test folder not carried (not text)"),
     "PA194": (I, "what the tests import besides torch and kernels declared in publisher.toml test-depends"),
+    "PA195": (I, "--record: the project's calls into the original recorded; the replay test compares the kernel with them"),
+    "PA196": (W, "--record: nothing recorded to replay (the original did not build or run here, or nothing called it)"),
     # push (the gate, per variant)
     "PP101": (E, "no valid metadata.json"),
     "PP102": (E, "files changed after the build"),
@@ -217,6 +219,8 @@ FIXES: dict[str, str] = {
     "PA192": "write the op's INPUTS in the generated test, or add a script that calls it",
     "PA193": "copy the file into tests/ by hand if the tests need it",
     "PA194": "nothing to do: publisher test installs them into its overlay",
+    "PA195": "nothing to do: publisher test replays them on each variant",
+    "PA196": "adopt --record where the original builds and runs (its device), with tests or scripts that call it",
     "PP101": "rebuild the variant (`publisher build`); metadata.json is written by the build",
     "PP102": "rebuild: a variant is pushed exactly as built and tested",
     "PP103": "build with --backend docker (manylinux_2_28), or drop what the ABI check names",

@@ -87,6 +87,8 @@ class AdoptOptions:
     license: str | None = None  # default: build.toml, the LICENSE file, pyproject.toml
     version: int | None = None  # default: build.toml, else 1
     repo_id: str | None = None  # [general.hub] repo-id, and the repo the written tests load
+    record: bool = False  # build the original and record the project's calls into it (adopt/record.py)
+    record_timeout: float = 600.0  # seconds one program of the project may run while recorded
 
 
 @dataclass(frozen=True)

@@ -1065,3 +1065,71 @@ def write_load_named_like_a_module_project(root: Path) -> Path:
         "examples/demo.py": "import torch\nfrom pkg import dist, knn\n\n"
                             "print(knn(torch.randn(4, 8), 2), dist(torch.ones(3), torch.zeros(3)))\n",
     })
+
+
+# A CppExtension whose project calls its ops in a script beside setup.py and in its README: what
+# `adopt --record` records from the original and the replay tests compare the kernel with.
+RECORDED_SETUP_PY = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+setup(
+    name="rec-ops",
+    packages=["rec_ops"],
+    ext_modules=[CppExtension("rec_ops._C", ["csrc/rec.cpp"])],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+RECORDED_CPP = """\
+#include <torch/extension.h>
+
+torch::Tensor scale(const torch::Tensor& x, double factor) { return x * factor; }
+
+void add_into(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) { out.copy_(a + b); }
+
+torch::Tensor argmax_rows(const torch::Tensor& x) { return x.argmax(1); }
+
+int64_t count_positive(const torch::Tensor& x) { return (x > 0).sum().item<int64_t>(); }
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("scale", &scale);
+  m.def("add_into", &add_into);
+  m.def("argmax_rows", &argmax_rows);
+  m.def("count_positive", &count_positive);
+}
+"""
+
+RECORDED_DEMO = """\
+import torch
+
+from rec_ops import _C
+
+x = torch.randn(4, 8, generator=torch.Generator().manual_seed(0))
+print("scale", _C.scale(x, 3.0).sum().item())
+out = torch.zeros(4, 8)
+_C.add_into(out, x, x * 2)
+print("argmax", _C.argmax_rows(x).tolist())
+print("positive", _C.count_positive(x))
+try:
+    _C.argmax_rows(torch.zeros(3))  # the original refuses a 1-d tensor: not the kernel's to match
+except (IndexError, RuntimeError) as refused:
+    print("refused", refused)
+"""
+
+RECORDED_README = """\
+# rec-ops
+
+```python
+import torch
+from rec_ops import _C
+
+print(_C.scale(torch.arange(6, dtype=torch.float64).reshape(2, 3), 0.5))
+```
+"""
+
+
+def write_recorded_project(root: Path) -> Path:
+    return write(root, {"setup.py": RECORDED_SETUP_PY, "csrc/rec.cpp": RECORDED_CPP, "rec_ops/__init__.py": "",
+                        "demo.py": RECORDED_DEMO, "README.md": RECORDED_README,
+                        "LICENSE": "MIT License\n\nPermission is hereby granted, free of charge\n"})

@@ -30,6 +30,8 @@ def _events(tmp_path: Path, tests: dict[str, tuple[str, str | None]]) -> Path:
         report = {"event": "report", "nodeid": node, "when": "call", "outcome": outcome}
         if outcome == "skipped":
             report["reason"] = f"Skipped: {extra}"
+        elif isinstance(extra, dict):
+            report["properties"] = extra
         elif extra:
             report["properties"] = {protocol.CHECKED: extra}
         lines += [report, {"event": "finish", "nodeid": node}]
@@ -141,3 +143,44 @@ def test_an_op_not_registered_for_its_inputs_device_leaves_the_variant_untested_
     alone = _judge(tmp_path, {f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[radius_neighbors]":
                               ("skipped", UNREGISTERED)})
     assert alone.status == "untested" and "need inputs" not in alone.reason and "INPUTS at" not in alone.fix
+
+
+REPLAY = "tests/test_rec_ops_original.py::test_call_gives_what_the_original_gave"
+
+
+def _replayed(op: str, program: str) -> dict:
+    return {protocol.CHECKED: protocol.CHECKED_ORIGINAL, protocol.REPLAYED: f"{op} {program}"}
+
+
+def test_recorded_calls_that_match_the_original_say_how_many_of_which_ops_and_from_where(tmp_path):
+    outcome = _judge(tmp_path, {
+        f"{GENERATED}test_op_is_registered_with_its_schema[scale]": ("passed", protocol.CHECKED_REGISTRATION),
+        f"{REPLAY}[scale-0]": ("passed", _replayed("scale", "demo.py")),
+        f"{REPLAY}[scale-1]": ("passed", _replayed("scale", "README.md")),
+        f"{REPLAY}[count-2]": ("passed", _replayed("count", "tests/test_ops.py")),
+        f"{GENERATED}test_op_runs_on_inputs_of_its_declared_types[pick]": ("passed", protocol.CHECKED_RAN),
+    })
+    assert (outcome.status, outcome.suite) == ("passed", "ops-run")
+    assert dict(outcome.checks) == {"ran": 1, "reference": 0, "original": 3, "original-ops": 2}
+    assert outcome.recorded_from == ("README.md", "demo.py", "tests/test_ops.py")
+    result = VariantTestResult("v", "passed", None, True, suite=outcome.suite, checks=outcome.checks,
+                               recorded_from=outcome.recorded_from)
+    claim = ("matches the original on 3 call(s) of 2 op(s) (recorded from README.md, demo.py, tests/test_ops.py); "
+             "1 other op(s) run only")
+    assert f"the kernel {claim} (the project has no tests of its own)" in render_table([result])
+    assert describe_test(result.entry()) == f"passed ({claim}; the project has no tests of its own) on CPU"
+    # a field of the report, not only prose: read back from the report file as a job sends it
+    again = VariantTestResult.from_entry("v", result.entry())
+    assert (again.checks, again.recorded_from) == (result.checks, result.recorded_from)
+
+
+def test_the_projects_own_tests_joined_by_recorded_calls_say_both(tmp_path):
+    outcome = _judge(tmp_path, {
+        "tests/test_gather.py::test_gather_matches_numpy": ("passed", None),
+        f"{REPLAY}[scale-0]": ("passed", _replayed("scale", "tests/test_gather.py")),
+    })
+    assert (outcome.status, outcome.suite, dict(outcome.checks)) == ("passed", "", {"original": 1, "original-ops": 1})
+    entry = VariantTestResult("v", "passed", None, True, tests=read_events(tmp_path / "events.jsonl").counts,
+                              checks=outcome.checks, recorded_from=outcome.recorded_from).entry()
+    assert describe_test(entry) == ("passed (2 passed: the project's tests, and matches the original on 1 call(s) of "
+                                    "1 op(s) (recorded from tests/test_gather.py)) on CPU")

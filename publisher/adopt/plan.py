@@ -31,10 +31,12 @@ from publisher.adopt import (
     naming,
     project_tests,
     python,
+    replay_tests,
     sources,
     tests_gen,
 )
 from publisher.adopt.discover import discover, facts
+from publisher.adopt.record import Recording
 from publisher.adopt.model import (
     MARKER,
     WRITTEN,
@@ -65,6 +67,7 @@ class AdoptSettings:
     license: str | None = None
     version: int | None = None
     repo_id: str | None = None
+    recording: Recording | None = None  # --record: the project's calls into the original extension
 
 
 def make_plan(root: Path, settings: AdoptSettings = AdoptSettings()) -> AdoptPlan:
@@ -808,31 +811,69 @@ class _Planner:
         carried = {PurePosixPath(w).name for w in self.d.wrappers}
         found, left = project_tests.find(self.root, carried)
         own = [t for t in found if not written_by_adopt(self.read(t.source))]
-        if any(not t.helper for t in own):
+        devices = tuple(dict.fromkeys(tests_gen.DEVICE_TYPES.get(b, b) for b in backends))
+        repo = repo_id or f"your-hf-org/{name}"
+        paths = {op.name: access.get(op.name, "") for op in ops}
+        label = ", ".join(e.module for e in exts)
+        mine = [t for t in own if not t.helper]
+        ci_subset = not mine or any("kernels_ci" in (self.read(t.source) or "") for t in mine)
+        replayed = self._replay(python_name, ops, devices, repo, version, paths, label, ci_subset)
+        if mine:
             self._carry_tests(own, left, python_name)
             return
         if not ops or (self.root / target).exists():
             return  # written once: the author adjusts its inputs, and a rerun leaves them alone
-        devices = tuple(dict.fromkeys(tests_gen.DEVICE_TYPES.get(b, b) for b in backends))
-        repo = repo_id or f"your-hf-org/{name}"
         if repo_id is None:
             self.notes.append(f"the tests load {repo}: pass --repo ORG/NAME (or set [general.hub] repo-id and the "
                               "repo the tests load) before pushing")
         references = self._references(ops, access)
-        paths = {op.name: access.get(op.name, "") for op in ops}
-        derived = inputs.derive(self.root, ops, [e.module for e in exts], self._cpp_texts(exts))
+        rest = [op for op in ops if op.name not in replayed]
+        derived = inputs.derive(self.root, rest, [e.module for e in exts], self._cpp_texts(exts)) if rest else {}
         self.change(target, tests_gen.test_file(repo_id=repo, version=version, devices=devices, paths=paths,
-                                                module_label=", ".join(e.module for e in exts), ops=ops,
-                                                references=references, derived=derived),
-                    f"tests: each op loaded through kernels and called on the inputs the project passes it "
-                    f"({len(derived)} of {len(ops)} found in its code; the rest guessed from the C++ signature)")
-        guessed = [op.name for op in ops if op.name not in derived]
+                                                module_label=label, ops=ops, references=references, derived=derived,
+                                                replayed=replayed),
+                    "tests: each op registered with its schema" + (
+                        f"; {len(rest)} op(s) not recorded called on the inputs the project passes them ({len(derived)} "
+                        "found in its code; the rest guessed from the C++ signature)" if rest else ""))
+        guessed = [op.name for op in rest if op.name not in derived]
         if guessed:
             self.findings.append(finding(
                 "PA192", f"no call in the project shows the inputs of {', '.join(guessed)}: their INPUTS in {target} "
                 "are guessed from the C++ signature, and an op that refuses them is `untested` (needs inputs), "
                 "not judged", file=target,
                 hint="give each the shapes and dtypes it expects in INPUTS, or add tests of your own to tests/"))
+
+    def _replay(self, python_name: str, ops: Sequence[Op], devices: Sequence[str], repo: str, version: int,
+                paths: dict[str, str], label: str, ci_subset: bool) -> set[str]:
+        """--record: the recorded calls kept with the tests and a test replaying them on the kernel; the ops so
+        covered (their generated INPUTS are not written: the recorded calls replace the guess)."""
+        recording = self.settings.recording
+        if recording is None:
+            return set()
+        calls = replay_tests.calls_for(ops, recording.calls)
+        if not calls:
+            why = recording.why_not or "no recorded call is of an op the kernel registers"
+            self.findings.append(finding(
+                "PA196", f"--record: nothing recorded to replay ({why}); the generated tests guess each op's inputs",
+                file=str(self.root),
+                hint="record where the original builds and runs (a machine with its device), with tests or scripts "
+                     "that call its ops"))
+            return set()
+        recorded = f"{python_name}.json"
+        self.change(f"tests/recorded/{recorded}", replay_tests.recorded_file(label=label, torch_device=recording.device,
+                                                                             calls=calls),
+                    f"{len(calls)} call(s) the project's own code made into the original, recorded")
+        sources = list(dict.fromkeys(c["from"] for c in calls))
+        replayed = sorted({c["op"] for c in calls})
+        self.change(f"tests/test_{python_name}_original.py",
+                    replay_tests.test_file(repo_id=repo, version=version, devices=devices,
+                                           paths={op: paths.get(op, "") for op in replayed}, label=label,
+                                           recorded=recorded, sources=sources, ci_subset=ci_subset),
+                    f"tests: the recorded calls made again on the kernel, compared with what the original gave")
+        self.findings.append(finding(
+            "PA195", f"--record: {len(calls)} call(s) of {len(replayed)} op(s) into the original, recorded from "
+            f"{', '.join(sources)}, are replayed on the kernel by tests/test_{python_name}_original.py", file=str(self.root)))
+        return set(replayed)
 
     def _declare_test_depends(self, python_name: str, backends: Sequence[str]) -> None:
         """What the tests adopt leaves in tests/ import and nothing declares (check's PB409), declared in

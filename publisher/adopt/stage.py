@@ -12,7 +12,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from publisher.adopt import record
+from publisher.adopt.discover import discover
 from publisher.adopt.model import AdoptPlan, FileChange
+from publisher.adopt.record import Recording
 from publisher.adopt.plan import AdoptSettings, make_plan
 from publisher.codes import finding
 from publisher.findings import Finding, has_errors
@@ -29,6 +32,7 @@ class AdoptResult:
     findings: tuple[Finding, ...]  # the plan's, and why nothing was written
     written: tuple[str, ...] = ()
     backup: str | None = None  # where the changed files' originals were copied
+    recording: Recording | None = None  # --record: what was recorded
 
     @property
     def complete(self) -> bool:
@@ -37,8 +41,15 @@ class AdoptResult:
 
 
 def run_adopt(options: AdoptOptions) -> AdoptResult:
+    recording = None
+    if options.record:
+        log = None if options.dry_run else Path(options.path) / f"build/{STATE_DIR}/logs/adopt-record.log"
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+        recording = record.record(Path(options.path), discover(Path(options.path)), timeout=options.record_timeout,
+                                  log=log)
     settings = AdoptSettings(name=options.name, license=options.license, version=options.version,
-                             repo_id=options.repo_id)
+                             repo_id=options.repo_id, recording=recording)
     plan = make_plan(options.path, settings)
     findings = list(plan.findings)
     blocked = plan.needs_force
@@ -49,10 +60,10 @@ def run_adopt(options: AdoptOptions) -> AdoptResult:
             hint="read the plan (--dry-run shows the diffs), then rerun with --force; the originals are copied to "
                  f"{BACKUP_DIR}/ first"))
     if options.dry_run or (blocked and not options.force) or not plan.pending:
-        return AdoptResult(options, plan, tuple(findings))
+        return AdoptResult(options, plan, tuple(findings), recording=recording)
     backup = _backup(Path(options.path), [c for c in plan.pending if c.old is not None])
     written = _write(Path(options.path), plan.pending)
-    return AdoptResult(options, plan, tuple(findings), written, backup)
+    return AdoptResult(options, plan, tuple(findings), written, backup, recording)
 
 
 def _backup(root: Path, changes: list[FileChange]) -> str | None:

@@ -19,7 +19,7 @@ matched a reference) so that a verdict resting on these tests says so."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from publisher.adopt import inputs
 from publisher.adopt.model import WRITTEN, Op
@@ -72,7 +72,7 @@ def _returns(op: Op) -> str:
     return repr(r.schema)
 
 
-def _device_lines(devices: Sequence[str]) -> list[str]:
+def device_lines(devices: Sequence[str]) -> list[str]:
     """DEVICE: the one device of a project built for one backend; for several (cpu and cuda), the device of the
     variant under test, named by the backend in its metadata.json (a CUDA torch loads the cpu variant too)."""
     if len(devices) == 1:
@@ -86,11 +86,14 @@ def _device_lines(devices: Sequence[str]) -> list[str]:
 
 
 def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict[str, str], module_label: str,
-              ops: Sequence[Op], references: dict[str, str], derived: dict[str, inputs.Derived] | None = None) -> str:
+              ops: Sequence[Op], references: dict[str, str], derived: dict[str, inputs.Derived] | None = None,
+              replayed: Collection[str] = ()) -> str:
     """`devices`: torch's device type of each backend the project builds; `paths`: op -> the attribute path from
     the loaded kernel to where users call it (`""`, `"_C"`, `"_ops.ops"`); `derived`: op -> the arguments the
-    project's own code passes it (inputs.derive)."""
+    project's own code passes it (inputs.derive); `replayed`: ops the replay tests call as the original was called
+    (replay_tests.py), given no INPUTS here."""
     derived = derived or {}
+    called = [op for op in ops if op.name not in replayed]
     lines = [
         f'"""{WRITTEN}: the ops of the former extension module `{module_label}`, loaded the way',
         "users load the kernel. INPUTS are what the project's own code passes each op where adopt found a call,",
@@ -118,7 +121,7 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
         f"FATAL_DEVICE_ERROR = re.compile({json.dumps(protocol.FATAL_DEVICE_ERROR)}, re.I)",
         "",
         load_line(repo_id, version),
-        *_device_lines(devices),
+        *device_lines(devices),
         "",
         "# op -> where users call it",
         "FUNCTIONS = {",
@@ -134,18 +137,19 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
     lines += ["}", "", "RETURNS = {"]
     for op in ops:
         lines.append(f'    "{op.name}": {_returns(op)},')
-    lines += ["}", "", "# op -> its arguments: edit these to give an op the inputs it expects", "INPUTS = {"]
-    for op in ops:
+    lines += ["}", "", "# op -> its arguments: edit these to give an op the inputs it expects"
+              + (" (the ops the recorded calls replay are left out)" if replayed else ""), "INPUTS = {"]
+    for op in called:
         found = derived.get(op.name)
         lines.append(f"    # from {found.site}" if found else
                      f"    # guessed from the C++ signature: nothing in the project calls {op.name}")
         lines.append(f'    "{op.name}": {_inputs(op, found)},')
     lines += ["}", "", "# op -> the project's call its INPUTS come from (empty: guessed)", "INPUTS_FROM = {"]
-    for op in ops:
+    for op in called:
         found = derived.get(op.name)
         lines.append(f'    "{op.name}": {json.dumps(found.site if found else "")},')
     lines += ["}", "", "REFERENCES = {"]
-    for op, ref in sorted(references.items()):
+    for op, ref in sorted((o, r) for o, r in references.items() if o not in replayed):
         lines.append(f'    "{op}": {ref},')
     lines += ["}", ""]
     lines += [
@@ -213,6 +217,10 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
         "                f\"shapes and dtypes it expects: tests/{os.path.basename(__file__)}:{line}\")",
         "",
         "",
+    ]
+    if not called:
+        return "\n".join(lines)
+    lines += [
         "@pytest.mark.kernels_ci",
         "@pytest.mark.parametrize(\"name\", sorted(INPUTS))",
         "def test_op_runs_on_inputs_of_its_declared_types(name, record_property):",

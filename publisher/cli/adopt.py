@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from publisher.adopt.discover import SetupNotRun
+from publisher.adopt.record import Recording
 from publisher.adopt.stage import BACKUP_DIR, AdoptResult, run_adopt
 from publisher.cli.common import echo_json, json_flag
 from publisher.errors import EXIT_FAILED, EXIT_OK, UsageError
@@ -30,14 +31,19 @@ from publisher.options import AdoptOptions
               help="Kernel version, the Hub branch v<N> (default: build.toml's, else 1).")
 @click.option("--repo", "repo_id", metavar="ORG/NAME", help="Hub repository: [general.hub] repo-id, and the repo the "
               "written tests load.")
+@click.option("--record", is_flag=True, help="Build the original extension its own way here and run the project's "
+              "tests, scripts and README code with every call into it recorded; the tests adopt writes replay those "
+              "calls on the kernel and compare (run it where the original runs: a CUDA extension needs a GPU).")
+@click.option("--record-timeout", type=click.FloatRange(min=1), default=600.0, show_default=True, metavar="SECONDS",
+              help="How long one program of the project may run while recorded.")
 @json_flag
 def command(path: Path, dry_run: bool, force: bool, name: str | None, license_: str | None, version: int | None,
-            repo_id: str | None, as_json: bool) -> int:
+            repo_id: str | None, record: bool, record_timeout: float, as_json: bool) -> int:
     """Port the torch extension in PATH to a kernel-builder project, keeping its sources and Python API."""
     if repo_id is not None and repo_id_problem(repo_id):
         raise UsageError(f"--repo {repo_id!r}: {repo_id_problem(repo_id)}", "give it as ORG/NAME, e.g. your-org/my-kernel")
     options = AdoptOptions(path=path, dry_run=dry_run, force=force, name=name, license=license_, version=version,
-                           repo_id=repo_id)
+                           repo_id=repo_id, record=record, record_timeout=record_timeout)
     try:
         result = run_adopt(options)
     except SetupNotRun as err:
@@ -85,6 +91,7 @@ def to_json(result: AdoptResult) -> dict:
         "backup": result.backup,
         "dry_run": result.options.dry_run,
         "complete": result.complete,
+        **({"recording": result.recording.to_json()} if result.recording is not None else {}),
     }
 
 
@@ -101,6 +108,8 @@ def render(result: AdoptResult) -> None:
         for op in plan.ops:
             shown = op.schema() if op.known or op.written else f"{op.name}: schema inferred by torch from {op.function}"
             click.echo(f"  {shown}" + ("   [shim]" if op.needs_shim else "") + f"   {op.file}:{op.line}")
+    if result.recording is not None:
+        render_recording(result.recording)
     click.echo("\nfiles:")
     width = max((len(c.path) for c in plan.changes), default=0)
     for change in plan.changes:
@@ -129,3 +138,15 @@ def render(result: AdoptResult) -> None:
                    f"publisher test {options.path}")
     elif has_errors(plan.findings):
         click.echo("the errors above need hands: the port leaves each such part out whole (see the fix of each)")
+
+
+def render_recording(recording: Recording) -> None:
+    click.echo(f"\nrecorded (--record): the original built by {recording.built or '-'}")
+    for program, outcome in recording.ran:
+        click.echo(f"  {program}: {outcome}")
+    if recording.calls:
+        shaky = f"; nondeterministic: {', '.join(recording.nondeterministic)}" if recording.nondeterministic else ""
+        click.echo(f"  kept {len(recording.calls)} of {recording.seen} call(s), of {len(recording.ops)} op(s), on "
+                   f"{recording.device}{shaky}")
+    else:
+        click.echo(f"  nothing recorded: {recording.why_not}")

@@ -35,6 +35,7 @@ from publisher.project.model import Project
 from publisher.push import gpus
 from publisher.push.public_api import PublicApi
 from publisher.push.signature import SignerWorkflow
+from publisher.testing.protocol import CHECKED_ORIGINAL
 from publisher.testing.report import OPS_RUN, describe_checks, status_label
 
 
@@ -122,8 +123,10 @@ def describe_test(entry: dict | None) -> str:
         exercised = sum(1 for c in calls if c.get("outcome") == "exercised")
         n = f" (smoke test only: {exercised} of {len(calls)} ops and functions called; the project has no tests)"
     elif status == "passed" and entry.get("suite") == OPS_RUN:
-        # only adopt's generated tests passed: say whether any op was compared with a reference
+        # only adopt's generated tests passed: say whether any op was compared with a reference or the original
         n = f" ({describe_checks(entry)}; the project has no tests of its own)"
+    elif status == "passed" and (entry.get("checks") or {}).get(CHECKED_ORIGINAL):
+        n = f" ({counts.get('passed', 0)} passed: the project's tests, and {describe_checks(entry)})"
     runs = [r for r in entry.get("runs") or [] if isinstance(r, dict)]
     if runs and status == "passed":  # tested in remote jobs: every GPU it passed on, and where
         gpus = ", ".join(dict.fromkeys(str(r.get("gpu") or r.get("flavor")) for r in runs if r.get("status") == "passed"))

@@ -40,6 +40,7 @@ class EventSummary:
     exceptions: tuple[dict, ...] = ()  # what each failing test or collector raised (plugin's "exception" events)
     flaky_unretried: tuple[str, ...] = ()  # failing tests marked flaky that nothing here ran again
     checked: tuple[tuple[str, str], ...] = ()  # (node id, what it checked) of passing tests that said (protocol.CHECKED)
+    replayed: tuple[str, ...] = ()  # "<op> <program>" of each passing replay of a recorded call (protocol.REPLAYED)
 
     @property
     def needs_inputs(self) -> tuple[str, ...]:
@@ -66,6 +67,7 @@ def read_events(path: Path) -> EventSummary:
     exceptions: list[dict] = []
     flaky: dict[str, None] = {}
     checked: dict[str, str] = {}
+    replayed: dict[str, str] = {}
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -95,6 +97,8 @@ def read_events(path: Path) -> EventSummary:
             properties = ev.get("properties")
             if isinstance(properties, dict) and protocol.CHECKED in properties:
                 checked[node] = str(properties[protocol.CHECKED])
+            if isinstance(properties, dict) and protocol.REPLAYED in properties:
+                replayed[node] = str(properties[protocol.REPLAYED])
     unfinished = next((n for n in reversed(started) if n not in finished), None)
     if unfinished is not None:
         outcome[unfinished] = "failed"
@@ -107,7 +111,9 @@ def read_events(path: Path) -> EventSummary:
     )
     failing = tuple(collect_errors) + tuple(n for n, o in outcome.items() if o in ("failed", "error"))
     passed = tuple((n, checked[n]) for n, o in outcome.items() if o == "passed" and n in checked)
-    return EventSummary(counts, unfinished, failing, tuple(skip_reasons), tuple(exceptions), tuple(flaky), passed)
+    replays = tuple(replayed[n] for n, o in outcome.items() if o == "passed" and n in replayed)
+    return EventSummary(counts, unfinished, failing, tuple(skip_reasons), tuple(exceptions), tuple(flaky), passed,
+                        replays)
 
 
 def _fold(previous: str | None, ev: dict) -> str | None:
@@ -166,6 +172,7 @@ class VariantTestResult:
     runs: tuple[dict, ...] = ()  # tested elsewhere (remote jobs): one summary per job (flavor, gpu, job, status)
     checks: tuple[tuple[str, int], ...] = ()  # ops-run: ops that ran / matched a reference (("ran", n), ("reference", m))
     modules: tuple[dict, ...] = ()  # test modules that could not be collected: {module, status, reason, fix}
+    recorded_from: tuple[str, ...] = ()  # the project's programs the replayed calls were recorded from
 
     def entry(self) -> dict:
         """The test-report entry (state.update_report) the push stage reads."""
@@ -178,6 +185,7 @@ class VariantTestResult:
             "suite": self.suite,
             "smoke": list(self.smoke),
             **({"checks": dict(self.checks)} if self.checks else {}),
+            **({"recorded_from": list(self.recorded_from)} if self.recorded_from else {}),
             "warnings": list(self.warnings),
             "seconds": round(self.seconds, 2),
             "output_tail": self.output_tail,
@@ -204,6 +212,7 @@ class VariantTestResult:
             runs=tuple(entry.get("runs") or ()),
             checks=tuple((str(k), v) for k, v in (entry.get("checks") or {}).items() if isinstance(v, int)),
             modules=tuple(m for m in entry.get("modules") or () if isinstance(m, dict)),
+            recorded_from=tuple(str(r) for r in entry.get("recorded_from") or ()),
         )
 
 
@@ -241,6 +250,8 @@ def describe_suite(result: VariantTestResult) -> str:
         return f"smoke test only ({exercised} of {len(result.smoke)} calls exercised)"
     if result.suite == OPS_RUN:
         return describe_checks(result.entry())
+    if dict(result.checks).get(protocol.CHECKED_ORIGINAL):
+        return f"the project's tests; {describe_checks(result.entry())}"
     return {"project": "the project's tests", "load-check": "load check"}.get(result.suite, result.suite or "-")
 
 
@@ -249,9 +260,18 @@ OPS_RUN = "ops-run"
 
 
 def describe_checks(entry: dict) -> str:
-    """What adopt's generated tests checked, for a verdict that rests on them (a report entry of suite ops-run)."""
+    """What adopt's generated tests checked, for a verdict that rests on them (a report entry of suite ops-run), or
+    that the project's tests were joined by (calls recorded from the original, replayed)."""
     checks = entry.get("checks") or {}
     ran, reference = int(checks.get(protocol.CHECKED_RAN, 0)), int(checks.get(protocol.CHECKED_REFERENCE, 0))
+    original = int(checks.get(protocol.CHECKED_ORIGINAL, 0))
+    if original:
+        sources = ", ".join(entry.get("recorded_from") or ()) or "the project's code"
+        said = (f"matches the original on {original} call(s) of {int(checks.get(protocol.CHECKED_ORIGINAL_OPS, 0))} "
+                f"op(s) (recorded from {sources})")
+        if reference:
+            return f"{said}; {ran + reference} other op(s) called, {reference} of them compared with the project's reference"
+        return f"{said}; {ran} other op(s) run only" if ran else said
     if not reference:
         return f"ops run only: {ran} op(s) called and returned what their schemas say, none compared with a reference"
     return (f"adopt's generated tests only: {ran + reference} op(s) called, {reference} of them compared with the "
@@ -283,7 +303,11 @@ def render_table(results: list[VariantTestResult]) -> str:
             lines.append(f"  {r.variant}: {describe_suite(r)}: the project has no tests/ of its own")
             lines += [f"    {describe_call(c)}" for c in r.smoke]
         if r.suite == OPS_RUN:
-            lines.append(f"  {r.variant}: the verdict rests on {describe_suite(r)} (the project has no tests of its own)")
+            said = describe_suite(r)
+            said = f"the kernel {said}" if dict(r.checks).get(protocol.CHECKED_ORIGINAL) else f"the verdict rests on {said}"
+            lines.append(f"  {r.variant}: {said} (the project has no tests of its own)")
+        elif dict(r.checks).get(protocol.CHECKED_ORIGINAL):
+            lines.append(f"  {r.variant}: {describe_suite(r)}")
         lines += [f"  {r.variant}: warning: {w}" for w in r.warnings]
     return "\n".join(lines)
 

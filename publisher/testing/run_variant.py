@@ -257,6 +257,7 @@ def run_variant(
                                 smoke=smoke)
         return result(outcome.status, on_hardware=outcome.on_hardware, reason=outcome.reason, fix=outcome.fix,
                       suite=outcome.suite or suite, checks=outcome.checks, modules=outcome.modules, device=device,
+                      recorded_from=outcome.recorded_from,
                       tests=events.counts,
                       output_tail=report.tail(run.output),
                       smoke=tuple(c.entry() for c in smoke.calls) if smoke else (),

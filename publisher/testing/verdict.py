@@ -56,6 +56,7 @@ class Outcome:
     checks: tuple[tuple[str, int], ...] = ()  # ops-run: (("ran", n), ("reference", m)); (("needs-inputs", k),)
     modules: tuple[dict, ...] = ()  # test modules that could not be collected: {module, status, reason, fix} each
     warnings: tuple[str, ...] = ()  # what the verdict does not rest on (tests that could not test this variant)
+    recorded_from: tuple[str, ...] = ()  # replayed calls: the project's programs they were recorded from
 
 
 @dataclass(frozen=True)
@@ -320,11 +321,17 @@ def _rests_on(events: EventSummary) -> dict:
     """What a passing run rests on, when every passing test is one of adopt's generated tests: `ops-run`,
     with how many ops ran and how many were compared with a reference (else the run's own suite)."""
     checked = [value for _, value in events.checked]
+    replay: dict = {}
+    if protocol.CHECKED_ORIGINAL in checked:  # calls recorded from the original matched: said whatever else ran
+        ops = {r.split(" ", 1)[0] for r in events.replayed}
+        replay = {"checks": ((protocol.CHECKED_ORIGINAL, checked.count(protocol.CHECKED_ORIGINAL)),
+                             (protocol.CHECKED_ORIGINAL_OPS, len(ops))),
+                  "recorded_from": tuple(sorted({r.split(" ", 1)[1] for r in events.replayed if " " in r}))}
     if not checked or len(checked) != events.counts.passed:
-        return {}
+        return replay
     ops = [v for v in checked if v != protocol.CHECKED_REGISTRATION]
     counts = tuple((kind, ops.count(kind)) for kind in (protocol.CHECKED_RAN, protocol.CHECKED_REFERENCE))
-    return {"suite": OPS_RUN, "checks": counts}
+    return {**replay, "suite": OPS_RUN, "checks": counts + replay.get("checks", ())}
 
 
 # the smoke test's checks whose failure proves the variant broken (default_test.py)
@@ -398,7 +405,12 @@ def _failure_reason(result: RunResult, events: EventSummary, options: TestOption
                        if str(e.get("nodeid") or "") in judged), None)
         return "tests could not be collected: " + ", ".join(judged[:3]) + (f" ({raised})" if raised else "")
     failing = ", ".join(events.failing[:3]) + (" ..." if len(events.failing) > 3 else "")
-    return f"{events.counts.failed + events.counts.errors} test(s) failed: {failing}" if failing else result.first_error_line()
+    if not failing:
+        return result.first_error_line()
+    first = next((e for e in events.exceptions if e.get("nodeid") == events.failing[0]), None)
+    said = f" (the first: {e_type}: {str(first.get('message') or '').splitlines()[0][:400]})" \
+        if first and (e_type := first.get("type")) and str(first.get("message") or "").strip() else ""
+    return f"{events.counts.failed + events.counts.errors} test(s) failed: {failing}{said}"
 
 
 def _where(exception: dict) -> str:

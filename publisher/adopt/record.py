@@ -1,0 +1,284 @@
+"""`publisher adopt --record`: what the original extension computes, on the
+calls the project's own code makes. The original is built its author's way
+(setup.py build_ext --inplace, or its own load() call when imported), cached
+by its sources; then the project's tests (under pytest), its scripts (check,
+grad-check, test, example, demo, benchmark scripts beside setup.py and in
+examples/) and its README's Python blocks are run, each in a scratch copy and
+time-limited, with every call into the extension recorded (call_recorder.py).
+The calls kept (a few per op, size-capped) are what adopt's replay tests
+compare the kernel with."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from publisher import runner
+from publisher.adopt import call_recorder, project_tests, sources
+from publisher.adopt.model import Discovery
+from publisher.secrets import _SECRET_ENV
+
+PROGRAM_TIMEOUT = 600.0  # seconds one program of the project may run (the first one may compile a load())
+BUILD_TIMEOUT = 3600.0  # seconds the original's setup.py build_ext may take
+PER_OP = 6  # calls kept per op (distinct argument shapes first)
+MAX_BYTES = 8 * 1024 * 1024  # the recorded calls' file, all told
+# scripts a project ships that call its ops: beside setup.py, or anywhere in examples/
+_SCRIPT = re.compile(r"^(tests?|check|grad|gradcheck|example|demo|bench|benchmark|sample|verify|validate|run_tests?)"
+                     r"([_\-.].*)?\.py$", re.I)
+_EXAMPLE_DIRS = ("examples", "example", "demo", "demos")
+_FENCE = re.compile(r"^```(?:python|py)\s*\n(.*?)^```", re.M | re.S)
+_BUILT = (".so", ".pyd")
+
+
+@dataclass(frozen=True)
+class Program:
+    label: str  # what the user knows it as: "tests/test_ops.py", "demo.py", "README.md"
+    argv: tuple[str, ...]  # after the recorder: a script path (relative to the copy) or -m pytest ...
+    cwd: str = ""  # relative to the copy
+
+
+@dataclass(frozen=True)
+class Recording:
+    calls: tuple[dict, ...] = ()  # the kept calls, each {op, module, from, where, args, kwargs, result, mutated, spread}
+    seen: int = 0  # calls into the original observed, all told
+    ran: tuple[tuple[str, str], ...] = ()  # (program, what happened): "3 call(s)", "no call", "failed (exit 1)", ...
+    built: str = ""  # how the original was built (and whether from the cache)
+    why_not: str = ""  # nothing recorded: why
+    device: str = ""  # where the calls ran: cuda, cpu
+    nondeterministic: tuple[str, ...] = field(default=())  # ops whose second call on the same inputs differed
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(c["op"] for c in self.calls))
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(c["from"] for c in self.calls))
+
+    def to_json(self) -> dict:
+        return {"calls": len(self.calls), "ops": list(self.ops), "seen": self.seen, "from": list(self.sources),
+                "ran": [{"program": p, "outcome": o} for p, o in self.ran], "built": self.built,
+                "device": self.device, "nondeterministic": list(self.nondeterministic),
+                **({"why_not": self.why_not} if self.why_not else {})}
+
+
+def record(root: Path, discovery: Discovery, *, timeout: float = PROGRAM_TIMEOUT, log: Path | None = None) -> Recording:
+    root = Path(root)
+    if discovery.route not in ("setup.py", "load()"):
+        return Recording(why_not=f"the project is built by {discovery.route}, not by torch.utils.cpp_extension: "
+                                 "there is no original extension to record")
+    programs = find_programs(root, discovery)
+    if not programs:
+        return Recording(why_not="the project has no tests, scripts or README code that could call the original")
+    modules = sorted({e.module for e in discovery.extensions})
+    with tempfile.TemporaryDirectory(prefix="publisher-record-") as tmp:
+        work = Path(tmp)
+        base = work / "original"
+        _copy(root, base)
+        env = _environment(base, work / "calls.jsonl", modules)
+        if discovery.route == "setup.py":
+            built, problem = _build_setup(base, env, log)
+            if problem:
+                return Recording(built=built, why_not=problem)
+        else:
+            built = "its own load() call, when the project's code imports it (torch's extension cache: " \
+                    f"{env['TORCH_EXTENSIONS_DIR']})"
+        ran: list[tuple[str, str]] = []
+        lines_before = 0
+        for i, program in enumerate(programs):
+            copy = work / f"run-{i}"
+            _copy(base, copy)
+            if program.label == "README.md":
+                (copy / "_publisher_readme.py").write_text(readme_code(root) or "", encoding="utf-8")
+            argv = [sys.executable, call_recorder.__file__, program.label, *program.argv]
+            done = runner.run(argv, cwd=copy / program.cwd, env={**env, "PYTHONPATH": _pythonpath(copy)}, log=log,
+                              timeout=timeout)
+            lines = _read_lines(work / "calls.jsonl")
+            made = len(lines) - lines_before
+            lines_before = len(lines)
+            outcome = f"{made} call(s)" if made else "no call into the original"
+            if done.timed_out:
+                outcome += f"; stopped after {int(timeout)} s"
+            elif done.returncode != 0:
+                outcome += f"; exited {done.returncode}: {_why(done.output) or done.first_error_line()}"[:300]
+            ran.append((program.label, outcome))
+            shutil.rmtree(copy, ignore_errors=True)
+        lines = _read_lines(work / "calls.jsonl")
+    kept = select(lines)
+    device = next((_device(c) for c in kept if _device(c) != "cpu"), "cpu" if kept else "")
+    shaky = tuple(dict.fromkeys(c["op"] for c in kept if _nondeterministic(c)))
+    why = "" if kept else "no program of the project made a call into the original that could be kept"
+    return Recording(tuple(kept), len(lines), tuple(ran), built, why, device, shaky)
+
+
+# the line that says why a program stopped: pytest's short summary, or a traceback's last line
+_WHY = re.compile(r"^(?:ERROR |FAILED |E +\w+Error\b|\w+(?:Error|Exception)\b:?).*$", re.M)
+
+
+def _why(output: str) -> str:
+    found = _WHY.findall(output)
+    return found[-1].strip() if found else ""
+
+
+def find_programs(root: Path, discovery: Discovery) -> list[Program]:
+    """The project's tests (one pytest run), its scripts, its README's Python code."""
+    programs: list[Program] = []
+    tests, _ = project_tests.find(root)
+    test_files = [t.source for t in tests if not t.helper and t.source.endswith(".py")]
+    if test_files:
+        programs.append(Program(", ".join(test_files[:3]) + (" ..." if len(test_files) > 3 else ""),
+                                ("-m", "pytest", "-q", "-p", "no:cacheprovider", *test_files)))
+    taken = set(test_files) | {"setup.py"}
+    candidates = [p.name for p in sorted(root.glob("*.py"))]
+    for folder in _EXAMPLE_DIRS:
+        if (root / folder).is_dir():
+            candidates += [f"{folder}/{p.name}" for p in sorted((root / folder).glob("*.py"))]
+    for rel in candidates:
+        name = rel.rsplit("/", 1)[-1]
+        if rel in taken or not (_SCRIPT.match(name) or "/" in rel) or name.startswith("_"):
+            continue
+        folder, _, _ = rel.rpartition("/")
+        programs.append(Program(rel, (name,), folder))
+    if readme_code(root):
+        programs.append(Program("README.md", ("_publisher_readme.py",)))
+    return programs
+
+
+def readme_code(root: Path) -> str | None:
+    """The Python blocks of README.md, in order, as one script (a block that is not Python-only is left out)."""
+    text = sources.read_text(root / "README.md") if (root / "README.md").is_file() else None
+    blocks = [b for b in _FENCE.findall(text or "") if not re.search(r"^\s*[!$%]", b, re.M)]
+    return "\n\n".join(blocks) if blocks else None
+
+
+def select(lines: list[dict]) -> list[dict]:
+    """A few calls per op, those of argument shapes not seen yet first, within MAX_BYTES all told."""
+    recorded = [c for c in lines if "skipped" not in c and "result" in c]
+    by_op: dict[str, list[dict]] = {}
+    for call in recorded:
+        by_op.setdefault(call["op"], []).append(call)
+    kept: list[dict] = []
+    size = 0
+    for calls in by_op.values():
+        seen: set[str] = set()
+        fresh = [c for c in calls if not (_signature(c) in seen or seen.add(_signature(c)))]
+        ordered = fresh + [c for c in calls if c not in fresh]
+        for call in ordered[:PER_OP]:
+            n = len(json.dumps(call))
+            if size + n <= MAX_BYTES:
+                kept.append(call)
+                size += n
+    return kept
+
+
+def _signature(call: dict) -> str:
+    def sig(v):
+        if isinstance(v, dict) and v.get("t") == "tensor":
+            return [v["dtype"], v["shape"], v["device"]]
+        if isinstance(v, dict) and "items" in v:
+            return [sig(i) for i in v["items"]]
+        return v if not isinstance(v, dict) else v.get("v")
+
+    return json.dumps([sig(call["args"]), {k: sig(v) for k, v in call["kwargs"].items()}])
+
+
+def _device(call: dict) -> str:
+    def devices(v):
+        if isinstance(v, dict) and v.get("t") == "tensor":
+            yield v["device"]
+        elif isinstance(v, dict) and "items" in v:
+            for i in v["items"]:
+                yield from devices(i)
+
+    found = [d for d in devices(call["args"]) if d != "cpu"]
+    return found[0] if found else "cpu"
+
+
+def _nondeterministic(call: dict) -> bool:
+    spread = call.get("spread")
+    return "spread_error" in call or (isinstance(spread, list) and any(s != 0.0 for s in spread))
+
+
+def _read_lines(path: Path) -> list[dict]:
+    out = []
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by a killed program
+            if isinstance(entry, dict) and isinstance(entry.get("op"), str):
+                out.append(entry)
+    return out
+
+
+def _copy(src: Path, dest: Path) -> None:
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return {n for n in names if n in (".git", "__pycache__", ".publisher") or n.endswith(".egg-info")}
+
+    shutil.copytree(src, dest, symlinks=True, ignore=ignore)
+
+
+def _environment(base: Path, out: Path, modules: list[str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SECRET_ENV}  # the project's code needs no Hub token
+    env.update({call_recorder.OUT: str(out), call_recorder.MODULES: json.dumps(modules),
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "TORCH_EXTENSIONS_DIR": env.get("TORCH_EXTENSIONS_DIR") or str(cache_root() / "torch_extensions")})
+    return env
+
+
+def _pythonpath(copy: Path) -> str:
+    """The copy's root first (the package as build_ext --inplace leaves it, as if installed), then the caller's."""
+    return os.pathsep.join(p for p in (str(copy), os.environ.get("PYTHONPATH", "")) if p)
+
+
+def cache_root() -> Path:
+    from publisher import env
+
+    if env.cache_dir():
+        return Path(env.cache_dir()) / "originals"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "publisher" / "originals"
+
+
+def _source_key(base: Path) -> str:
+    """The original's sources, the interpreter and torch: what its built extension depends on."""
+    digest = hashlib.sha256()
+    for rel in sources.walk(base, (".py", ".cpp", ".cc", ".cxx", ".c", ".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")):
+        digest.update(rel.encode() + b"\0" + (base / rel).read_bytes() + b"\0")
+    probe = runner.run([sys.executable, "-c", "import sys, torch; print(sys.version, torch.__version__, "
+                        "torch.version.cuda, torch.cuda.is_available())"], timeout=300)
+    digest.update(probe.output.encode() + os.environ.get("TORCH_CUDA_ARCH_LIST", "").encode())
+    return digest.hexdigest()[:24]
+
+
+def _build_setup(base: Path, env: dict[str, str], log: Path | None) -> tuple[str, str]:
+    """(how it was built, why it was not): setup.py build_ext --inplace, or the same build's files from the cache."""
+    cached = cache_root() / _source_key(base)
+    if (cached / "done").is_file():
+        for built in cached.rglob("*"):
+            if built.is_file() and built.suffix in _BUILT:
+                target = base / built.relative_to(cached)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(built, target)
+        return f"setup.py build_ext --inplace (cached in {cached})", ""
+    before = {p for p in base.rglob("*") if p.suffix in _BUILT}
+    done = runner.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=base, env=env, log=log,
+                      timeout=BUILD_TIMEOUT)
+    if not done.ok:
+        tail = " | ".join(done.output.strip().splitlines()[-3:])[:400]
+        why = "timed out" if done.timed_out else f"exit {done.returncode}"
+        return "setup.py build_ext --inplace", f"the original did not build here ({why}): {tail}"
+    shutil.rmtree(cached, ignore_errors=True)
+    for built in sorted({p for p in base.rglob("*") if p.suffix in _BUILT} - before):
+        target = cached / built.relative_to(base)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(built, target)
+    (cached / "done").write_text("")
+    return "setup.py build_ext --inplace", ""
