@@ -98,8 +98,8 @@ def record(root: Path, discovery: Discovery, *, timeout: float = PROGRAM_TIMEOUT
             if program.label == "README.md":
                 (copy / "_publisher_readme.py").write_text(readme_code(root) or "", encoding="utf-8")
             argv = [sys.executable, call_recorder.__file__, program.label, *program.argv]
-            done = runner.run(argv, cwd=copy / program.cwd, env={**env, "PYTHONPATH": _pythonpath(copy)}, log=log,
-                              timeout=timeout)
+            done = runner.run(argv, cwd=copy / program.cwd, env={**env, "PYTHONPATH": _pythonpath(copy, discovery)},
+                              log=log, timeout=timeout)
             lines = _read_lines(work / "calls.jsonl")
             made = len(lines) - lines_before
             lines_before = len(lines)
@@ -140,15 +140,39 @@ def find_programs(root: Path, discovery: Discovery) -> list[Program]:
     for folder in _EXAMPLE_DIRS:
         if (root / folder).is_dir():
             candidates += [f"{folder}/{p.name}" for p in sorted((root / folder).glob("*.py"))]
+    told = readme_commands(root)
     for rel in candidates:
         name = rel.rsplit("/", 1)[-1]
-        if rel in taken or not (_SCRIPT.match(name) or "/" in rel) or name.startswith("_"):
+        if rel in taken or not (_SCRIPT.match(name) or "/" in rel or rel in told) or name.startswith(("_", "setup")):
             continue
         folder, _, _ = rel.rpartition("/")
-        programs.append(Program(rel, (name,), folder))
+        for args in told.get(rel) or [()]:  # as the README says to run it, else bare
+            programs.append(Program(" ".join([rel, *args]), (name, *args), folder))
     if readme_code(root):
         programs.append(Program("README.md", ("_publisher_readme.py",)))
     return programs
+
+
+# `python check.py forward`, `python3 benchmark.py {cpu, cuda}` (one run per choice), in README text or blocks
+_COMMAND = re.compile(r"(?:^|[`\s])python3? +([\w./-]+\.py)((?: +[^`\n|;&<>$]*)?)")
+_CHOICES = re.compile(r"\{([^{}]+)\}")
+
+
+def readme_commands(root: Path) -> dict[str, list[tuple[str, ...]]]:
+    """script (relative to the root) -> the argument lists the README runs it with."""
+    text = sources.read_text(root / "README.md") if (root / "README.md").is_file() else None
+    found: dict[str, list[tuple[str, ...]]] = {}
+    for script, rest in _COMMAND.findall(text or ""):
+        script = script.removeprefix("./")
+        if re.match(r"(.*/)?setup\w*\.py$", script) or not (root / script).is_file():  # builds, installs: not run
+            continue
+        choices = _CHOICES.search(rest)
+        options = [c.strip() for c in choices.group(1).split(",")] if choices else [None]
+        for option in options:
+            args = tuple((_CHOICES.sub(option, rest, count=1) if option else rest).split())
+            if args not in found.setdefault(script, []):
+                found[script].append(args)
+    return found
 
 
 def readme_code(root: Path) -> str | None:
@@ -234,9 +258,11 @@ def _environment(base: Path, out: Path, modules: list[str]) -> dict[str, str]:
     return env
 
 
-def _pythonpath(copy: Path) -> str:
-    """The copy's root first (the package as build_ext --inplace leaves it, as if installed), then the caller's."""
-    return os.pathsep.join(p for p in (str(copy), os.environ.get("PYTHONPATH", "")) if p)
+def _pythonpath(copy: Path, discovery: Discovery) -> str:
+    """The copy's root first (the extension as build_ext --inplace leaves it), the folders holding the packages
+    setup.py installs (package_dir), then the caller's: the project as if installed."""
+    homes = [str(copy / p.path).removesuffix(p.name.replace(".", "/")).rstrip("/") for p in discovery.packages]
+    return os.pathsep.join(dict.fromkeys(p for p in (str(copy), *homes, os.environ.get("PYTHONPATH", "")) if p))
 
 
 def cache_root() -> Path:
