@@ -817,7 +817,8 @@ class _Planner:
         label = ", ".join(e.module for e in exts)
         mine = [t for t in own if not t.helper]
         ci_subset = not mine or any("kernels_ci" in (self.read(t.source) or "") for t in mine)
-        replayed = self._replay(python_name, ops, devices, repo, version, paths, label, ci_subset)
+        replayed = self._replay(python_name, ops, devices, repo, version, paths, label, ci_subset,
+                                python_name if mine else None)
         if mine:
             self._carry_tests(own, left, python_name)
             return
@@ -844,7 +845,7 @@ class _Planner:
                 hint="give each the shapes and dtypes it expects in INPUTS, or add tests of your own to tests/"))
 
     def _replay(self, python_name: str, ops: Sequence[Op], devices: Sequence[str], repo: str, version: int,
-                paths: dict[str, str], label: str, ci_subset: bool) -> set[str]:
+                paths: dict[str, str], label: str, ci_subset: bool, package: str | None) -> set[str]:
         """--record: the recorded calls kept with the tests and a test replaying them on the kernel; the ops so
         covered (their generated INPUTS are not written: the recorded calls replace the guess)."""
         recording = self.settings.recording
@@ -868,7 +869,8 @@ class _Planner:
         self.change(f"tests/test_{python_name}_original.py",
                     replay_tests.test_file(repo_id=repo, version=version, devices=devices,
                                            paths={op: paths.get(op, "") for op in replayed}, label=label,
-                                           recorded=recorded, sources=sources, ci_subset=ci_subset),
+                                           recorded=recorded, sources=sources, ci_subset=ci_subset,
+                                           package=package),
                     f"tests: the recorded calls made again on the kernel, compared with what the original gave")
         self.findings.append(finding(
             "PA195", f"--record: {len(calls)} call(s) of {len(replayed)} op(s) into the original, recorded from "

@@ -41,10 +41,11 @@ def recorded_file(*, label: str, torch_device: str, calls: Sequence[dict]) -> st
 
 
 def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict[str, str], label: str,
-              recorded: str, sources: Sequence[str], ci_subset: bool) -> str:
+              recorded: str, sources: Sequence[str], ci_subset: bool, package: str | None = None) -> str:
     """`recorded`: the recorded calls' file name under tests/recorded/; `paths`: op -> the attribute path from
     the loaded kernel to where users call it; `ci_subset`: marked kernels_ci, as the tests beside it are (where
-    some tests are marked, `publisher test` runs only those)."""
+    some tests are marked, `publisher test` runs only those); `package`: the kernel imported as this package, as
+    the project's own tests beside it import it (one process must not load the kernel twice, under two names)."""
     shown = ", ".join(sources[:4]) + (" ..." if len(sources) > 4 else "")
     lines = [
         f'"""{WRITTEN}: the calls the project\'s own code made into the original extension `{label}`,',
@@ -60,7 +61,7 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
         "import pathlib",
         "import re",
         "",
-        "import kernels",
+        *([] if package else ["import kernels"]),
         "import pytest",
         "import torch",
         "",
@@ -73,7 +74,8 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
         f"FATAL_DEVICE_ERROR = re.compile({json.dumps(protocol.FATAL_DEVICE_ERROR)}, re.I)",
         f"DEFAULT_TOLERANCE = {json.dumps(DEFAULT_TOLERANCE)}  # torch.testing.assert_close's (rtol, atol)",
         "",
-        tests_gen.load_line(repo_id, version),
+        *([f"import {package} as kernel  # as the project's tests import it: publisher test puts the variant first "
+           "on the path under this name"] if package else [tests_gen.load_line(repo_id, version)]),
         *tests_gen.device_lines(devices),
         "",
         "# op -> where users call it",
