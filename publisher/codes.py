@@ -106,6 +106,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "PA194": (I, "what the tests import besides torch and kernels declared in publisher.toml test-depends"),
     "PA195": (I, "--record: the project's calls into the original recorded; the replay test compares the kernel with them"),
     "PA196": (W, "--record: nothing recorded to replay (the original did not build or run here, or nothing called it)"),
+    "PA197": (W, "--record: some of the project's tests fail with the original too (not held against the kernel)"),
     # push (the gate, per variant)
     "PP101": (E, "no valid metadata.json"),
     "PP102": (E, "files changed after the build"),
@@ -221,6 +222,7 @@ FIXES: dict[str, str] = {
     "PA194": "nothing to do: publisher test installs them into its overlay",
     "PA195": "nothing to do: publisher test replays them on each variant",
     "PA196": "adopt --record where the original builds and runs (its device), with tests or scripts that call it",
+    "PA197": "fix or skip those tests: they judge nothing of the port while the original fails them too",
     "PP101": "rebuild the variant (`publisher build`); metadata.json is written by the build",
     "PP102": "rebuild: a variant is pushed exactly as built and tested",
     "PP103": "build with --backend docker (manylinux_2_28), or drop what the ABI check names",

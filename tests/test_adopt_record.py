@@ -80,3 +80,21 @@ def test_with_nothing_to_run_the_recording_says_why_and_the_tests_fall_back_to_d
     (said,) = [f for f in report["findings"] if f["code"] == "PA196"]
     assert "the generated tests guess each op's inputs" in said["message"]
     assert [f["path"] for f in report["files"] if f["path"].startswith("tests/")] == ["tests/test_mini_ops_ops.py"]
+
+
+def test_a_test_that_crashes_the_original_is_named_and_the_rest_run_again_without_it(tmp_path):
+    from publisher.adopt import record
+
+    root = tmp_path / "p"
+    (root / "tests").mkdir(parents=True)
+    (root / "test.py").write_text("def test_a():\n    pass\n")
+    lines = [{"test": "test.py::test_a", "outcome": "started"}, {"test": "test.py::test_a", "outcome": "failed",
+                                                                 "when": "call"},
+             {"test": "test.py::test_b", "outcome": "started"}]
+    assert record._crashed(lines) == "test.py::test_b"
+    # named as adopt carries them: test.py beside setup.py becomes tests/test_test.py
+    assert record._failures(lines, root) == (("tests/test_test.py::test_a", "failed"),
+                                             ("tests/test_test.py::test_b", "crashed"))
+    lines += [{"test": "test.py::test_a", "outcome": "started"},
+              {"test": "test.py::test_a", "outcome": "passed", "when": "call"}]  # the run again, without test_b
+    assert record._crashed(lines) is None

@@ -184,3 +184,42 @@ def test_the_projects_own_tests_joined_by_recorded_calls_say_both(tmp_path):
                               checks=outcome.checks, recorded_from=outcome.recorded_from).entry()
     assert describe_test(entry) == ("passed (2 passed: the project's tests, and matches the original on 1 call(s) of "
                                     "1 op(s) (recorded from tests/test_gather.py)) on CPU")
+
+
+def _recorded_failures(tmp_path: Path, failures: dict[str, str]) -> None:
+    folder = tmp_path / protocol.RECORDED_DIR
+    folder.mkdir(exist_ok=True)
+    (folder / "marlin.json").write_text(json.dumps({protocol.ORIGINAL_FAILURES: failures, "calls": []}))
+
+
+def test_a_test_that_fails_with_the_original_too_is_not_held_against_the_kernel(tmp_path):
+    _recorded_failures(tmp_path, {"tests/test_test.py::Test::test_groups": "failed"})
+    events = read_events(_events(tmp_path, {
+        "tests/test_test.py::Test::test_tiles": ("passed", None),
+        "tests/test_test.py::Test::test_groups": ("failed", None),
+    }))
+    failed = RunResult(("pytest",), 1, "")
+    outcome = verdict.judge(failed, events, suite=verdict.PROJECT, accelerator=None, kernel=KERNEL, env=ENV,
+                            tests=tmp_path, options=TestOptions())
+    assert outcome.status == "passed", outcome
+    assert outcome.warnings == ("1 test(s) fail with the original extension too (recorded by `publisher adopt "
+                                "--record`): tests/test_test.py::Test::test_groups; they judge nothing of the port",)
+    # a failure the original did not have is the kernel's
+    _recorded_failures(tmp_path, {"tests/test_test.py::Test::test_other": "failed"})
+    again = verdict.judge(failed, events, suite=verdict.PROJECT, accelerator=None, kernel=KERNEL, env=ENV,
+                          tests=tmp_path, options=TestOptions())
+    assert again.status == "failed"
+
+
+def test_a_test_that_crashed_the_original_too_is_an_error_not_a_failure(tmp_path):
+    _recorded_failures(tmp_path, {"tests/test_test.py::Test::test_errors": "crashed"})
+    path = tmp_path / "events.jsonl"
+    path.write_text(json.dumps({"event": "start", "nodeid": "tests/test_test.py::Test::test_errors"}) + "\n")
+    crashed = RunResult(("pytest",), -11, "Fatal Python error: Segmentation fault")
+    outcome = verdict.judge(crashed, read_events(path), suite=verdict.PROJECT, accelerator=None, kernel=KERNEL,
+                            env=ENV, tests=tmp_path, options=TestOptions())
+    assert outcome.status == "error" and outcome.reason.startswith(
+        "crashed in tests/test_test.py::Test::test_errors, as the original extension did on the same test"), outcome
+    (tmp_path / protocol.RECORDED_DIR / "marlin.json").unlink()
+    assert verdict.judge(crashed, read_events(path), suite=verdict.PROJECT, accelerator=None, kernel=KERNEL,
+                         env=ENV, tests=tmp_path, options=TestOptions()).status == "failed"

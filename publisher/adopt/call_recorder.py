@@ -24,6 +24,7 @@ import sys
 
 OUT = "PUBLISHER_RECORD_OUT"  # the JSON-lines file calls are appended to
 MODULES = "PUBLISHER_RECORD_MODULES"  # JSON list: the original extension's module names ("pkg._C", "lltm_cpp")
+OVERLAY = "PUBLISHER_RECORD_OVERLAY"  # a folder of what the project's tests need and this interpreter lacks
 MAX_CALLS = 24  # calls of one function written by one program (the later ones are counted only)
 MAX_CALL_BYTES = 2 * 1024 * 1024  # tensor bytes of one call, in and out: a larger call is counted only
 
@@ -162,7 +163,8 @@ class _Recorder:
             synchronize()
             entry["result"] = encode(result)
             mutated = {}
-            for i, (old, new) in enumerate(zip(_tensors([*before_args, *before_kwargs.values()]), tensors_in)):
+            for i, (old, new) in enumerate(zip(_tensors([*before_args, *before_kwargs.values()]), tensors_in,
+                                                strict=True)):
                 if not _same(old, new):
                     mutated[str(i)] = encode(new)
             entry["mutated"] = mutated
@@ -251,27 +253,32 @@ class _Finder(importlib.abc.MetaPathFinder):
                 continue
             spec = finder.find_spec(name, path, target)
             if spec is not None and spec.loader is not None:
-                loader, recorder = spec.loader, self.recorder
-                create, execute = loader.create_module, loader.exec_module
-                before: set[str] = set()
-
-                def create_module(spec):
-                    try:
-                        import torch  # noqa: F401 - a torch extension needs it loaded first anyway
-                    except ImportError:
-                        pass
-                    before.update(_op_names())  # loading the library registers its ops: those are new after
-                    return create(spec)
-
-                def exec_module(module):
-                    execute(module)
-                    wrap_module(module, recorder)
-                    if before:
-                        wrap_new_ops(before, recorder)
-
-                loader.create_module, loader.exec_module = create_module, exec_module
+                _record_loading(spec.loader, self.recorder)
                 return spec
         return None
+
+
+def _record_loading(loader, recorder: _Recorder) -> None:
+    """The loader of the extension made to wrap what loading it gives: its functions, and the ops its library
+    registers (TORCH_LIBRARY) as it is loaded."""
+    create, execute = loader.create_module, loader.exec_module
+    before: set[str] = set()
+
+    def create_module(spec):
+        try:
+            import torch  # noqa: F401 - a torch extension needs it loaded first anyway
+        except ImportError:
+            pass
+        before.update(_op_names())  # loading the library registers its ops: those are new after
+        return create(spec)
+
+    def exec_module(module):
+        execute(module)
+        wrap_module(module, recorder)
+        if before:
+            wrap_new_ops(before, recorder)
+
+    loader.create_module, loader.exec_module = create_module, exec_module
 
 
 def _wrap_jit_loads(names: set[str], recorder: _Recorder) -> None:
@@ -289,6 +296,21 @@ def _wrap_jit_loads(names: set[str], recorder: _Recorder) -> None:
     cpp_extension._import_module_from_library = imported
 
 
+class _Outcomes:
+    """A pytest plugin: each test's start and outcome with the original, one JSON line each (a test that starts
+    and has no outcome crashed the process)."""
+
+    def __init__(self, recorder: _Recorder):
+        self.recorder = recorder
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.recorder.write({"test": nodeid, "outcome": "started"})
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" or report.outcome != "passed":
+            self.recorder.write({"test": report.nodeid, "outcome": report.outcome, "when": report.when})
+
+
 def main(argv: list[str]) -> int:
     source, program = argv[0], argv[1:]
     names = set(json.loads(os.environ.get(MODULES, "[]")))
@@ -299,12 +321,16 @@ def main(argv: list[str]) -> int:
         _wrap_jit_loads(leaves, recorder)
     except (ImportError, AttributeError):
         pass  # no torch here, or a torch without that function: setup.py extensions are still recorded
+    if os.environ.get(OVERLAY):
+        import site
+
+        site.addsitedir(os.environ[OVERLAY])  # behind the interpreter's own packages, as `publisher test` adds it
     os.environ.pop("PYTEST_CURRENT_TEST", None)  # set by a pytest that started this program, not by its own
     if program[:2] == ["-m", "pytest"]:
         sys.argv = ["pytest", *program[2:]]
         import pytest
 
-        return int(pytest.main(program[2:]))
+        return int(pytest.main(program[2:], plugins=[_Outcomes(recorder)]))
     script = os.path.abspath(program[0])
     sys.argv = [script, *program[1:]]
     sys.path[0] = os.path.dirname(script)

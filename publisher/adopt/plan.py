@@ -36,7 +36,6 @@ from publisher.adopt import (
     tests_gen,
 )
 from publisher.adopt.discover import discover, facts
-from publisher.adopt.record import Recording
 from publisher.adopt.model import (
     MARKER,
     WRITTEN,
@@ -48,6 +47,7 @@ from publisher.adopt.model import (
     PythonPackage,
     written_by_adopt,
 )
+from publisher.adopt.record import Recording
 from publisher.codes import finding
 from publisher.errors import ProjectError
 from publisher.findings import Finding, Severity
@@ -852,6 +852,20 @@ class _Planner:
         if recording is None:
             return set()
         calls = replay_tests.calls_for(ops, recording.calls)
+        recorded = f"{python_name}.json"
+        failures = dict(recording.original_failures)
+        if failures:
+            shown = ", ".join(f"{n} ({how})" for n, how in list(failures.items())[:3])
+            self.findings.append(finding(
+                "PA197", f"--record: {len(failures)} of the project's tests fail with the original extension too: "
+                f"{shown}{' ...' if len(failures) > 3 else ''}; `publisher test` does not hold them against the kernel",
+                file=str(self.root)))
+        if failures or calls:
+            self.change(f"tests/{replay_tests.RECORDED_DIR}/{recorded}",
+                        replay_tests.recorded_file(label=label, torch_device=recording.device, calls=calls,
+                                                   original_failures=failures),
+                        f"{len(calls)} call(s) the project's own code made into the original, recorded"
+                        + (f"; {len(failures)} test(s) that fail with the original" if failures else ""))
         if not calls:
             why = recording.why_not or "no recorded call is of an op the kernel registers"
             self.findings.append(finding(
@@ -860,10 +874,6 @@ class _Planner:
                 hint="record where the original builds and runs (a machine with its device), with tests or scripts "
                      "that call its ops"))
             return set()
-        recorded = f"{python_name}.json"
-        self.change(f"tests/recorded/{recorded}", replay_tests.recorded_file(label=label, torch_device=recording.device,
-                                                                             calls=calls),
-                    f"{len(calls)} call(s) the project's own code made into the original, recorded")
         sources = list(dict.fromkeys(c["from"] for c in calls))
         replayed = sorted({c["op"] for c in calls})
         self.change(f"tests/test_{python_name}_original.py",
@@ -871,7 +881,7 @@ class _Planner:
                                            paths={op: paths.get(op, "") for op in replayed}, label=label,
                                            recorded=recorded, sources=sources, ci_subset=ci_subset,
                                            package=package),
-                    f"tests: the recorded calls made again on the kernel, compared with what the original gave")
+                    "tests: the recorded calls made again on the kernel, compared with what the original gave")
         self.findings.append(finding(
             "PA195", f"--record: {len(calls)} call(s) of {len(replayed)} op(s) into the original, recorded from "
             f"{', '.join(sources)}, are replayed on the kernel by tests/test_{python_name}_original.py", file=str(self.root)))

@@ -27,6 +27,7 @@ from publisher.secrets import _SECRET_ENV
 
 PROGRAM_TIMEOUT = 600.0  # seconds one program of the project may run (the first one may compile a load())
 BUILD_TIMEOUT = 3600.0  # seconds the original's setup.py build_ext may take
+MAX_CRASHES = 3  # tests taking the process down, each then deselected, before the rest is given up
 PER_OP = 6  # calls kept per op (distinct argument shapes first)
 MAX_BYTES = 8 * 1024 * 1024  # the recorded calls' file, all told
 # scripts a project ships that call its ops: beside setup.py, or anywhere in examples/
@@ -53,6 +54,8 @@ class Recording:
     why_not: str = ""  # nothing recorded: why
     device: str = ""  # where the calls ran: cuda, cpu
     nondeterministic: tuple[str, ...] = field(default=())  # ops whose second call on the same inputs differed
+    # the project's tests that failed or crashed with the original: {node id under tests/ as adopt carries it: how}
+    original_failures: tuple[tuple[str, str], ...] = field(default=())
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -66,6 +69,7 @@ class Recording:
         return {"calls": len(self.calls), "ops": list(self.ops), "seen": self.seen, "from": list(self.sources),
                 "ran": [{"program": p, "outcome": o} for p, o in self.ran], "built": self.built,
                 "device": self.device, "nondeterministic": list(self.nondeterministic),
+                "original_failures": dict(self.original_failures),
                 **({"why_not": self.why_not} if self.why_not else {})}
 
 
@@ -83,6 +87,11 @@ def record(root: Path, discovery: Discovery, *, timeout: float = PROGRAM_TIMEOUT
         base = work / "original"
         _copy(root, base)
         env = _environment(base, work / "calls.jsonl", modules)
+        overlay, problem = _test_overlay(root, discovery, programs, log)
+        if problem:
+            return Recording(why_not=problem)
+        if overlay is not None:
+            env[call_recorder.OVERLAY] = str(overlay)
         if discovery.route == "setup.py":
             built, problem = _build_setup(base, env, log)
             if problem:
@@ -93,38 +102,92 @@ def record(root: Path, discovery: Discovery, *, timeout: float = PROGRAM_TIMEOUT
         ran: list[tuple[str, str]] = []
         lines_before = 0
         for i, program in enumerate(programs):
-            copy = work / f"run-{i}"
-            _copy(base, copy)
-            if program.label == "README.md":
-                (copy / "_publisher_readme.py").write_text(readme_code(root) or "", encoding="utf-8")
-            argv = [sys.executable, call_recorder.__file__, program.label, *program.argv]
-            done = runner.run(argv, cwd=copy / program.cwd, env={**env, "PYTHONPATH": _pythonpath(copy, discovery)},
-                              log=log, timeout=timeout)
+            deselected: list[str] = []
+            while True:
+                copy = work / f"run-{i}"
+                _copy(base, copy)
+                if program.label == "README.md":
+                    (copy / "_publisher_readme.py").write_text(readme_code(root) or "", encoding="utf-8")
+                argv = [sys.executable, call_recorder.__file__, program.label, *program.argv,
+                        *(f"--deselect={n}" for n in deselected)]
+                done = runner.run(argv, cwd=copy / program.cwd, env={**env, "PYTHONPATH": _pythonpath(copy, discovery)},
+                                  log=log, timeout=timeout)
+                shutil.rmtree(copy, ignore_errors=True)
+                crashed = _crashed(_read_tests(work / "calls.jsonl")) if done.returncode < 0 else None
+                if crashed is None or crashed in deselected or len(deselected) >= MAX_CRASHES \
+                        or program.argv[:2] != ("-m", "pytest"):
+                    break
+                deselected.append(crashed)  # the rest of the tests, without the one that took the process down
             lines = _read_lines(work / "calls.jsonl")
             made = len(lines) - lines_before
             lines_before = len(lines)
             outcome = f"{made} call(s)" if made else "no call into the original"
+            if deselected:
+                outcome += f"; crashed in {', '.join(deselected)}, run again without it"
             if done.timed_out:
                 outcome += f"; stopped after {int(timeout)} s"
             elif done.returncode != 0:
                 outcome += f"; exited {done.returncode}: {_why(done.output) or done.first_error_line()}"[:300]
             ran.append((program.label, outcome))
-            shutil.rmtree(copy, ignore_errors=True)
         lines = _read_lines(work / "calls.jsonl")
+        failures = _failures(_read_tests(work / "calls.jsonl"), root)
     kept = select(lines)
     device = next((_device(c) for c in kept if _device(c) != "cpu"), "cpu" if kept else "")
     shaky = tuple(dict.fromkeys(c["op"] for c in kept if _nondeterministic(c)))
     why = "" if kept else "no program of the project made a call into the original that could be kept"
-    return Recording(tuple(kept), len(lines), tuple(ran), built, why, device, shaky)
+    return Recording(tuple(kept), len(lines), tuple(ran), built, why, device, shaky, failures)
+
+
+def _read_tests(path: Path) -> list[dict]:
+    """The test outcomes the recorder's pytest plugin wrote, in order."""
+    out = []
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("test"), str):
+                out.append(entry)
+    return out
+
+
+def _crashed(tests: list[dict]) -> str | None:
+    """The test that started last, if nothing was said of it after: it took the process down."""
+    last = max((i for i, t in enumerate(tests) if t.get("outcome") == "started"), default=None)
+    if last is None or any(t["test"] == tests[last]["test"] for t in tests[last + 1:]):
+        return None
+    return tests[last]["test"]
+
+
+def _failures(tests: list[dict], root: Path) -> tuple[tuple[str, str], ...]:
+    """The project's tests that failed or crashed with the original, named as adopt carries them under tests/."""
+    moved = {t.source: t.target for t in project_tests.find(root)[0]}
+    how: dict[str, str] = {}
+    for t in tests:
+        if t.get("outcome") == "failed":
+            how[t["test"]] = "failed"
+        elif t.get("outcome") == "started":
+            how.setdefault(t["test"], "crashed")
+        else:
+            how[t["test"]] = how.get(t["test"]) if how.get(t["test"]) == "failed" else "finished"
+    out = []
+    for node, what in how.items():
+        if what in ("failed", "crashed"):
+            source, sep, rest = node.partition("::")
+            out.append((moved.get(source, source) + sep + rest, what))
+    return tuple(out)
 
 
 # the line that says why a program stopped: pytest's short summary, or a traceback's last line
-_WHY = re.compile(r"^(?:ERROR |FAILED |E +\w+Error\b|\w+(?:Error|Exception)\b:?).*$", re.M)
+_WHY = re.compile(r"^(?:E +\w+(?:Error|Exception)\b|\w+(?:Error|Exception)\b:?).*$", re.M)
+_SUMMARY = re.compile(r"^(?:ERROR|FAILED) .*$", re.M)
 
 
 def _why(output: str) -> str:
-    found = _WHY.findall(output)
-    return found[-1].strip() if found else ""
+    """An error's own line first (what was raised), else pytest's summary line."""
+    found = _WHY.findall(output) or _SUMMARY.findall(output)
+    return found[-1].removeprefix("E ").strip() if found else ""
 
 
 def find_programs(root: Path, discovery: Discovery) -> list[Program]:
@@ -248,6 +311,28 @@ def _copy(src: Path, dest: Path) -> None:
         return {n for n in names if n in (".git", "__pycache__", ".publisher") or n.endswith(".egg-info")}
 
     shutil.copytree(src, dest, symlinks=True, ignore=ignore)
+
+
+def _test_overlay(root: Path, discovery: Discovery, programs: list[Program],
+                  log: Path | None) -> tuple[Path | None, str]:
+    """What the project's tests import and this interpreter lacks (expecttest for torch.testing._internal, say),
+    installed into publisher's test overlay, as `publisher test` does for the kernel's tests: (its folder, or why
+    it could not be made)."""
+    from publisher.errors import EnvironmentProblem
+    from publisher.project import test_imports
+    from publisher.testing import overlay
+
+    tests, _ = project_tests.find(root)
+    texts = {root / "tests" / Path(t.source).name: sources.read_text(root / t.source) or ""
+             for t in tests if t.source.endswith(".py")}
+    if not texts or not any(p.label.startswith(tuple(t.source for t in tests)) for p in programs):
+        return None, ""
+    names = [p.name for p in discovery.packages] or [e.module.split(".")[0] for e in discovery.extensions]
+    needed = test_imports.undeclared_test_requirements(root, texts, names[0], [], ["cpu"])
+    try:
+        return overlay.ensure_overlay(needed, log=log) if needed else None, ""
+    except EnvironmentProblem as err:
+        return None, f"the project's tests need what this interpreter lacks: {err}"
 
 
 def _environment(base: Path, out: Path, modules: list[str]) -> dict[str, str]:

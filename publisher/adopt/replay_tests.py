@@ -19,6 +19,7 @@ from publisher.adopt import tests_gen
 from publisher.adopt.model import WRITTEN, Op
 from publisher.testing import protocol
 
+RECORDED_DIR = protocol.RECORDED_DIR
 # torch.testing.assert_close's default (rtol, atol) per dtype: the least a float output may differ by
 DEFAULT_TOLERANCE = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
                      "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7)}
@@ -31,10 +32,13 @@ def calls_for(ops: Sequence[Op], calls: Sequence[dict]) -> list[dict]:
     return [c for c in calls if c["op"] in names and set(c.get("kwargs") or {}) <= names[c["op"]]]
 
 
-def recorded_file(*, label: str, torch_device: str, calls: Sequence[dict]) -> str:
+def recorded_file(*, label: str, torch_device: str, calls: Sequence[dict],
+                  original_failures: dict[str, str] | None = None) -> str:
+    """`original_failures`: the project's tests (as tests/ holds them) that failed or crashed with the original:
+    `publisher test` does not hold those against the kernel (testing/verdict.py)."""
     head = {"written_by": f"{WRITTEN} --record: calls into the original extension `{label}`, what went in and what "
                          "came out (tensors as base64 bytes); the replay test beside it compares the kernel with them",
-            "original": label, "device": torch_device}
+            "original": label, "device": torch_device, protocol.ORIGINAL_FAILURES: dict(original_failures or {})}
     kept = [json.dumps({k: c[k] for k in ("op", "from", "where", "args", "kwargs", "result", "mutated", "spread") if k in c})
             for c in calls]
     return json.dumps(head, indent=1)[:-2] + ',\n "calls": [\n  ' + ",\n  ".join(kept) + "\n ]\n}\n"

@@ -15,8 +15,8 @@ from pathlib import Path
 from publisher.adopt import record
 from publisher.adopt.discover import discover
 from publisher.adopt.model import AdoptPlan, FileChange
-from publisher.adopt.record import Recording
 from publisher.adopt.plan import AdoptSettings, make_plan
+from publisher.adopt.record import Recording
 from publisher.codes import finding
 from publisher.findings import Finding, has_errors
 from publisher.options import AdoptOptions

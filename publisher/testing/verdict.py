@@ -24,6 +24,7 @@ verdicts, kept apart:
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 from dataclasses import dataclass
@@ -262,6 +263,11 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
             return Outcome("error", _lack_reason(fake, env), _fix(fake, env))
         return Outcome("error", f"pytest could not run (exit {run.returncode}): {run.first_error_line()}",
                        fix="run `pytest tests` in the project to see why it does not start")
+    known = _original_failures(tests)
+    if known and not lacks:
+        same = _as_with_the_original(run, events, known)
+        if same is not None:
+            return same
     reason = _failure_reason(run, events, options, frozenset(lack.nodeid for lack in lacks))
     if events.flaky_unretried:
         reason += (f"; {len(events.flaky_unretried)} of them marked @pytest.mark.flaky, which nothing here runs again "
@@ -269,6 +275,44 @@ def judge(run: RunResult, events: EventSummary, *, suite: str, accelerator: str 
     if lacks:
         reason += f"; besides, {len(lacks)} test(s) could not run: {lacks[0].what}"
     return Outcome("failed", reason, on_hardware=True, modules=modules)
+
+
+def _original_failures(tests: Path) -> dict[str, str]:
+    """The project's tests that failed or crashed with its original extension where `adopt --record` ran them
+    (tests/recorded/*.json): {node id: failed|crashed}."""
+    found: dict[str, str] = {}
+    folder = Path(tests) / protocol.RECORDED_DIR
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        failures = doc.get(protocol.ORIGINAL_FAILURES) if isinstance(doc, dict) else None
+        if isinstance(failures, dict):
+            found.update({str(k): str(v) for k, v in failures.items()})
+    return found
+
+
+def _as_with_the_original(run: RunResult, events: EventSummary, known: dict[str, str]) -> Outcome | None:
+    """A run whose every failing test failed (or crashed) with the original extension too: those tests judge
+    nothing of the port. None where some failure is the kernel's alone."""
+    if run.timed_out:
+        return None
+    if events.unfinished:
+        if known.get(events.unfinished) != "crashed":
+            return None
+        return Outcome("error", f"crashed in {events.unfinished}, as the original extension did on the same test "
+                                "where `publisher adopt --record` ran it: the test, not the port, takes the process "
+                                "down, and the tests after it did not run",
+                       fix=f"make {events.unfinished} pass with the original (or skip it), then test again")
+    failing = [n for n in events.failing if "::" in n]
+    if not failing or len(failing) != len(events.failing) or any(n not in known for n in failing):
+        return None
+    said = (f"{len(failing)} test(s) fail with the original extension too (recorded by `publisher adopt --record`): "
+            f"{', '.join(failing[:3])}{' ...' if len(failing) > 3 else ''}; they judge nothing of the port")
+    if events.counts.passed:
+        return Outcome("passed", on_hardware=True, warnings=(said,), **_rests_on(events))
+    return Outcome("untested", said, fix="make those tests pass with the original (or skip them), then test again")
 
 
 def _asked_for_hidden(lacks: list[_Lack], events: EventSummary) -> Outcome:
