@@ -4,7 +4,7 @@
 # (TORCH_CUDA_ARCH_LIST), its tests, scripts and README run with every call into it recorded),
 # `publisher build --local` (this torch's CUDA variant, for this GPU's capability only) and `publisher test`
 # (the project's tests and the replay of the recorded calls). All projects at once; a table at the end:
-# calls recorded, ops, where from, the verdict. $OUT/<name>-{adopt,build,test}.json and the logs.
+# calls recorded, ops, where from, the verdict. $OUT/results.zip: <name>-{adopt,build,test}.json and the logs.
 set -uo pipefail
 BUNDLE=${BUNDLE:-.gpu-bundle}
 OUT=${OUT:-/tmp/record-out}
@@ -62,3 +62,4 @@ for adopt in sorted(out.glob("*-adopt.json")):
     print(f"    ran: {'; '.join(r['program'] + ': ' + r['outcome'][:90] for r in rec.get('ran') or [])}"
           + (f" | why not: {rec['why_not'][:200]}" if rec.get("why_not") else ""))
 PY
+(cd "$OUT" && python3 -m zipfile -c /tmp/results.zip ./* && rm -rf ./* && mv /tmp/results.zip .)
