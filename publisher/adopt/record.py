@@ -36,6 +36,7 @@ _SCRIPT = re.compile(r"^(tests?|check|grad|gradcheck|example|demo|bench|benchmar
 _EXAMPLE_DIRS = ("examples", "example", "demo", "demos")
 _FENCE = re.compile(r"^```(?:python|py)\s*\n(.*?)^```", re.M | re.S)
 _BUILT = (".so", ".pyd")
+_COMPILER_ERROR = re.compile(r"^.*(?:fatal error|error:|\): error).*$", re.M)  # a compiler's first error line
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Recording:
     why_not: str = ""  # nothing recorded: why
     device: str = ""  # where the calls ran: cuda, cpu
     nondeterministic: tuple[str, ...] = field(default=())  # ops whose second call on the same inputs differed
+    left_out: tuple[tuple[str, int], ...] = field(default=())  # (why, how many) of the calls not recorded
     # the project's tests that failed or crashed with the original: {node id under tests/ as adopt carries it: how}
     original_failures: tuple[tuple[str, str], ...] = field(default=())
 
@@ -69,7 +71,7 @@ class Recording:
         return {"calls": len(self.calls), "ops": list(self.ops), "seen": self.seen, "from": list(self.sources),
                 "ran": [{"program": p, "outcome": o} for p, o in self.ran], "built": self.built,
                 "device": self.device, "nondeterministic": list(self.nondeterministic),
-                "original_failures": dict(self.original_failures),
+                "original_failures": dict(self.original_failures), "left_out": dict(self.left_out),
                 **({"why_not": self.why_not} if self.why_not else {})}
 
 
@@ -135,7 +137,13 @@ def record(root: Path, discovery: Discovery, *, timeout: float = PROGRAM_TIMEOUT
     device = next((_device(c) for c in kept if _device(c) != "cpu"), "cpu" if kept else "")
     shaky = tuple(dict.fromkeys(c["op"] for c in kept if _nondeterministic(c)))
     why = "" if kept else "no program of the project made a call into the original that could be kept"
-    return Recording(tuple(kept), len(lines), tuple(ran), built, why, device, shaky, failures)
+    skipped: dict[str, int] = {}
+    for line in lines:
+        if "skipped" in line:
+            reason = _LEFT_OUT.get(line["skipped"], line["skipped"])
+            skipped[reason] = skipped.get(reason, 0) + 1
+    return Recording(tuple(kept), len(lines), tuple(ran), built, why, device, shaky, tuple(skipped.items()),
+                     failures)
 
 
 def _read_tests(path: Path) -> list[dict]:
@@ -180,6 +188,9 @@ def _failures(tests: list[dict], root: Path) -> tuple[tuple[str, str], ...]:
 
 
 # the line that says why a program stopped: pytest's short summary, or a traceback's last line
+# why the recorder left a call out, said for the user
+_LEFT_OUT = {"large": f"more than {call_recorder.MAX_CALL_BYTES // (1024 * 1024)} MiB of tensors",
+             "many": f"past the first {call_recorder.MAX_CALLS} calls of its op in one program"}
 _WHY = re.compile(r"^(?:E +\w+(?:Error|Exception)\b|\w+(?:Error|Exception)\b:?).*$", re.M)
 _SUMMARY = re.compile(r"^(?:ERROR|FAILED) .*$", re.M)
 
@@ -383,9 +394,10 @@ def _build_setup(base: Path, env: dict[str, str], log: Path | None) -> tuple[str
     done = runner.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=base, env=env, log=log,
                       timeout=BUILD_TIMEOUT)
     if not done.ok:
-        tail = " | ".join(done.output.strip().splitlines()[-3:])[:400]
+        first = _COMPILER_ERROR.search(done.output)
+        said = first.group(0).strip() if first else " | ".join(done.output.strip().splitlines()[-3:])
         why = "timed out" if done.timed_out else f"exit {done.returncode}"
-        return "setup.py build_ext --inplace", f"the original did not build here ({why}): {tail}"
+        return "setup.py build_ext --inplace", f"the original did not build here ({why}): {said[:400]}"
     shutil.rmtree(cached, ignore_errors=True)
     for built in sorted({p for p in base.rglob("*") if p.suffix in _BUILT} - before):
         target = cached / built.relative_to(base)

@@ -150,3 +150,5 @@ def render_recording(recording: Recording) -> None:
                    f"{recording.device}{shaky}")
     else:
         click.echo(f"  nothing recorded: {recording.why_not}")
+    for why, count in recording.left_out:
+        click.echo(f"  left out: {count} call(s), {why}")
