@@ -76,6 +76,7 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
         f"NOT_REGISTERED = {json.dumps(protocol.NOT_REGISTERED)}",
         f"NO_KERNEL_FOR_BACKEND = re.compile({json.dumps(protocol.NO_KERNEL_FOR_BACKEND)})",
         f"FATAL_DEVICE_ERROR = re.compile({json.dumps(protocol.FATAL_DEVICE_ERROR)}, re.I)",
+        f"SCHEMA_MISMATCH = re.compile({json.dumps(protocol.SCHEMA_MISMATCH)})",
         f"DEFAULT_TOLERANCE = {json.dumps(DEFAULT_TOLERANCE)}  # torch.testing.assert_close's (rtol, atol)",
         "",
         *([f"import {package} as kernel  # as the project's tests import it: publisher test puts the variant first "
@@ -164,6 +165,10 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
         "    if missing:",
         "        pytest.skip(f\"{NOT_REGISTERED}: {name} has no kernel for the {missing.group(1)} backend, the device of \"",
         "                    f\"{where}; the kernel's registration leaves it out there\")",
+        "    if SCHEMA_MISMATCH.search(str(err)):",
+        "        pytest.skip(f\"{NEEDS_INPUTS}: the kernel's schema of {name} does not take {where} as the original did \"",
+        "                    f\"({_first_line(err)}): the port's registration, not what {name} computes; give the schema \"",
+        "                    \"the argument's type or default the original's binding has\")",
         "    here = torch.device(DEVICE).type",
         "    if recorded_on and recorded_on != {here}:",
         "        pytest.skip(f\"{NEEDS_INPUTS}: {name} refused {where}, recorded on {', '.join(sorted(recorded_on))}, \"",

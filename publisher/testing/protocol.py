@@ -36,6 +36,10 @@ NOT_REGISTERED = "not registered"  # the start of the skip reason of an op with 
 CHECKED_NOT_REGISTERED = "not-registered"  # (a verdict's count, not a property) ops so skipped
 # torch's dispatcher, called with tensors of a backend the op has no kernel for (the backend is group 1)
 NO_KERNEL_FOR_BACKEND = r"Could not run '[^']+' with arguments from the '(\w+)' backend"
+# torch's dispatcher refusing how an op is called (its schema), before any kernel runs: the port's schema does not
+# take a call the original took (replay_tests.py); the call, not the computation
+SCHEMA_MISMATCH = (r"is missing value for argument|expected at most \d+ argument|Expected a value of type|"
+                   r"Unknown keyword argument|failed to match any schema")
 # An error after which the device cannot run anything: the call broke it, whatever its inputs
 # (default_test.py spells the same pattern: it runs where publisher cannot be imported)
 FATAL_DEVICE_ERROR = (r"illegal memory access|misaligned address|illegal instruction|unspecified launch failure|"
