@@ -15,6 +15,7 @@ shape, device type, the bytes in base64), "list"/"tuple" (items), "float"
 from __future__ import annotations
 
 import base64
+import ctypes
 import importlib.abc
 import json
 import math
@@ -44,9 +45,9 @@ def encode(value):
         return value if math.isfinite(value) else {"t": "float", "v": repr(value)}
     if isinstance(value, torch.Tensor):
         t = value.detach().to("cpu").contiguous()
-        raw = t.reshape(-1).view(torch.uint8) if t.numel() else t.new_empty(0, dtype=torch.uint8)
+        raw = ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""  # no numpy needed
         return {"t": "tensor", "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
-                "device": value.device.type, "data": base64.b64encode(bytes(raw.numpy().tobytes())).decode()}
+                "device": value.device.type, "data": base64.b64encode(raw).decode()}
     if isinstance(value, (list, tuple)):
         return {"t": type(value).__name__ if type(value) in (list, tuple) else "tuple",
                 "items": [encode(v) for v in value]}
