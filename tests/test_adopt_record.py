@@ -98,3 +98,11 @@ def test_a_test_that_crashes_the_original_is_named_and_the_rest_run_again_withou
     lines += [{"test": "test.py::test_a", "outcome": "started"},
               {"test": "test.py::test_a", "outcome": "passed", "when": "call"}]  # the run again, without test_b
     assert record._crashed(lines) is None
+
+
+def test_record_on_a_folder_without_an_extension_says_so_and_writes_nothing_there(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = run_cli("adopt", str(empty), "--record")
+    assert done.returncode != 0 and "no torch extension found" in done.output
+    assert "Traceback" not in done.output and list(empty.iterdir()) == []

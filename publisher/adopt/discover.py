@@ -272,7 +272,7 @@ def _execute(root: Path, scratch: Path, *, without_cuda: bool = False) -> tuple[
     beside the recorder named like a standard-library module would shadow that module. `without_cuda`: the
     script answered as on a machine without CUDA (what it builds for a cpu backend)."""
     copy = scratch / "project"
-    _copy_project(root, copy)
+    copy_project(root, copy)
     recorder = scratch / "recorder" / RECORDER.name
     recorder.parent.mkdir()
     shutil.copyfile(RECORDER, recorder)
@@ -358,7 +358,9 @@ def _stdlib_names() -> frozenset[str]:
     return frozenset(getattr(sys, "stdlib_module_names", ())) - {"__future__"}
 
 
-def _copy_project(root: Path, dest: Path) -> None:
+def copy_project(root: Path, dest: Path) -> None:
+    """The project as its own scripts see it, in a scratch folder: without VCS, build and environment folders,
+    COPY_LIMIT bytes at most."""
     total = 0
 
     def ignore(folder: str, names: list[str]) -> set[str]:

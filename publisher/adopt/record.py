@@ -22,6 +22,7 @@ from pathlib import Path
 
 from publisher import runner
 from publisher.adopt import call_recorder, project_tests, sources
+from publisher.adopt.discover import copy_project
 from publisher.adopt.model import Discovery
 from publisher.secrets import _SECRET_ENV
 
@@ -87,7 +88,7 @@ def record(root: Path, discovery: Discovery, *, timeout: float = PROGRAM_TIMEOUT
     with tempfile.TemporaryDirectory(prefix="publisher-record-") as tmp:
         work = Path(tmp)
         base = work / "original"
-        _copy(root, base)
+        copy_project(root, base)
         env = _environment(base, work / "calls.jsonl", modules)
         overlay, problem = _test_overlay(root, discovery, programs, log)
         if problem:
@@ -107,7 +108,7 @@ def record(root: Path, discovery: Discovery, *, timeout: float = PROGRAM_TIMEOUT
             deselected: list[str] = []
             while True:
                 copy = work / f"run-{i}"
-                _copy(base, copy)
+                copy_project(base, copy)
                 if program.label == "README.md":
                     (copy / "_publisher_readme.py").write_text(readme_code(root) or "", encoding="utf-8")
                 argv = [sys.executable, call_recorder.__file__, program.label, *program.argv,
@@ -148,16 +149,7 @@ def record(root: Path, discovery: Discovery, *, timeout: float = PROGRAM_TIMEOUT
 
 def _read_tests(path: Path) -> list[dict]:
     """The test outcomes the recorder's pytest plugin wrote, in order."""
-    out = []
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict) and isinstance(entry.get("test"), str):
-                out.append(entry)
-    return out
+    return _read(path, "test")
 
 
 def _crashed(tests: list[dict]) -> str | None:
@@ -305,23 +297,22 @@ def _nondeterministic(call: dict) -> bool:
 
 
 def _read_lines(path: Path) -> list[dict]:
+    """The calls the recorder wrote, in order."""
+    return _read(path, "op")
+
+
+def _read(path: Path, key: str) -> list[dict]:
+    """The recorder's JSON lines that name `key` (a line cut short by a killed program is left out)."""
     out = []
     if path.is_file():
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 entry = json.loads(line)
             except ValueError:
-                continue  # a line cut short by a killed program
-            if isinstance(entry, dict) and isinstance(entry.get("op"), str):
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get(key), str):
                 out.append(entry)
     return out
-
-
-def _copy(src: Path, dest: Path) -> None:
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        return {n for n in names if n in (".git", "__pycache__", ".publisher") or n.endswith(".egg-info")}
-
-    shutil.copytree(src, dest, symlinks=True, ignore=ignore)
 
 
 def _test_overlay(root: Path, discovery: Discovery, programs: list[Program],

@@ -18,6 +18,7 @@ from publisher.adopt.model import AdoptPlan, FileChange
 from publisher.adopt.plan import AdoptSettings, make_plan
 from publisher.adopt.record import Recording
 from publisher.codes import finding
+from publisher.errors import UsageError
 from publisher.findings import Finding, has_errors
 from publisher.options import AdoptOptions
 from publisher.state import STATE_DIR
@@ -43,11 +44,15 @@ class AdoptResult:
 def run_adopt(options: AdoptOptions) -> AdoptResult:
     recording = None
     if options.record:
+        found = discover(Path(options.path))  # a folder with no extension is said before anything is written there
         log = None if options.dry_run else Path(options.path) / f"build/{STATE_DIR}/logs/adopt-record.log"
-        if log is not None:
-            log.parent.mkdir(parents=True, exist_ok=True)
-        recording = record.record(Path(options.path), discover(Path(options.path)), timeout=options.record_timeout,
-                                  log=log)
+        try:
+            if log is not None:
+                log.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise UsageError(f"{log.parent}: cannot be written ({err.strerror})",
+                             "make the project folder writable, or pass --dry-run to record without a log") from None
+        recording = record.record(Path(options.path), found, timeout=options.record_timeout, log=log)
     settings = AdoptSettings(name=options.name, license=options.license, version=options.version,
                              repo_id=options.repo_id, recording=recording)
     plan = make_plan(options.path, settings)

@@ -30,6 +30,10 @@ from publisher.testing import protocol
 DEVICE_TYPES = {"cpu": "cpu", "cuda": "cuda", "rocm": "cuda", "xpu": "xpu", "metal": "mps"}
 
 
+# the generated tests' one-line account of an exception (both files adopt writes use it)
+FIRST_LINE = ["def _first_line(err):", "    return f\"{type(err).__name__}: {err}\".splitlines()[0][:300]"]
+
+
 def load_line(repo_id: str, version: int) -> str:
     """How the generated tests load the kernel: as its users do (the card's call, allowlist included)."""
     call = LoadCall(repo_id, version)
@@ -180,8 +184,7 @@ def test_file(*, repo_id: str, version: int, devices: Sequence[str], paths: dict
         "            assert isinstance(result, torch.Tensor)",
         "",
         "",
-        "def _first_line(err):",
-        "    return f\"{type(err).__name__}: {err}\".splitlines()[0][:300]",
+        *FIRST_LINE,
         "",
         "",
         "def _broken_device(err):",
