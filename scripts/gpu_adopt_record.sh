@@ -4,7 +4,8 @@
 # (TORCH_CUDA_ARCH_LIST), its tests, scripts and README run with every call into it recorded),
 # `publisher build --local` (this torch's CUDA variant, for this GPU's capability only) and `publisher test`
 # (the project's tests and the replay of the recorded calls). All projects at once; a table at the end:
-# calls recorded, ops, where from, the verdict. $OUT/results.zip: <name>-{adopt,build,test}.json and the logs.
+# calls recorded, ops, where from, the verdict. Fill $BUNDLE/record/<name> with `git archive` of each project
+# (BENCHMARKS.md names the projects and commits measured). $OUT/results.zip: <name>-{adopt,build,test}.json and the logs.
 set -uo pipefail
 BUNDLE=${BUNDLE:-.gpu-bundle}
 OUT=${OUT:-/tmp/record-out}
