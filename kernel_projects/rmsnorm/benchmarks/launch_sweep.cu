@@ -9,6 +9,8 @@
 // project's study does); a candidate that is off is reported and exits non-zero.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I../rmsnorm_cuda launch_sweep.cu -o launch_sweep && ./launch_sweep
+// --quick: three shapes; --shipped: every shape, only `run` and the copy (two builds of the kernel,
+// compared by their time as a share of the copy's in the same process).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -58,9 +60,11 @@ void launch_candidate(const Args& a, const Candidate& c, cudaStream_t s, int dev
 }
 
 static bool quick = false;  // --quick: few shapes, launch shapes with and without PDL
+static bool shipped = false;  // --shipped: every shape, `run` and the copy only (one build against another)
 
 static std::vector<Candidate> candidates(int vectors) {
   std::vector<Candidate> out{{"run", 0, 0, 0, false}, {"copy", -1, 0, 0, false}};
+  if (shipped) return out;
   if (quick) {
     for (int vpt = 1; vpt <= 4; vpt *= 2) {
       const int tpr = round_up((vectors + vpt - 1) / vpt, 32);
@@ -184,6 +188,17 @@ void sweep(const char* dtype, int64_t rows, int hidden, bool residual, int l2, i
       if (cands[k].vpt < 0) continue;
       CHECK(cudaGraphLaunch(graphs[k], s));
       CHECK(cudaStreamSynchronize(s));
+      if (residual) {  // the stored sum: the very bits of x + r rounded to T
+        CHECK(cudaMemcpy(got.data(), sum[0], bytes, cudaMemcpyDeviceToHost));
+        for (size_t e = 0; e < got.size(); ++e) {
+          const T want(static_cast<float>(hx[e]) + static_cast<float>(hr[e]));
+          if (memcmp(&got[e], &want, sizeof(T)) != 0) {
+            fprintf(stderr, "%s %lldx%d %s: sum element %zu differs from x + r\n", dtype,
+                    static_cast<long long>(rows), hidden, cands[k].name.c_str(), e);
+            exit(3);
+          }
+        }
+      }
       CHECK(cudaMemcpy(got.data(), out[0], bytes, cudaMemcpyDeviceToHost));
       double num = 0, den = 0;
       for (size_t e = 0; e < got.size(); ++e) {
@@ -243,6 +258,7 @@ void sweep(const char* dtype, int64_t rows, int hidden, bool residual, int l2, i
 
 int main(int argc, char** argv) {
   quick = argc > 1 && std::string(argv[1]) == "--quick";
+  shipped = argc > 1 && std::string(argv[1]) == "--shipped";
   int dev = 0, l2 = 0;
   CHECK(cudaGetDevice(&dev));
   CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "rmsnorm_launch.h"
 
@@ -74,6 +75,16 @@ __device__ __forceinline__ Pack<T, N> pack(const float (&f)[N]) {
     for (int j = 0; j < N; j += 2) from_float2(&p.e[j], f[j], f[j + 1]);
   }
   return p;
+}
+
+template <int N>
+__device__ __forceinline__ Pack<__half, N> add_pairs(const Pack<__half, N>& a, const Pack<__half, N>& b) {
+  Pack<__half, N> s;
+#pragma unroll
+  for (int j = 0; j < N; j += 2)
+    *reinterpret_cast<__half2*>(&s.e[j]) =
+        __hadd2(*reinterpret_cast<const __half2*>(&a.e[j]), *reinterpret_cast<const __half2*>(&b.e[j]));
+  return s;
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -195,13 +206,20 @@ __global__ void __launch_bounds__(max_threads_for(VPT), min_blocks_for(VPT)) rms
         float f[VEC];
         unpack(x[k], f);
         if constexpr (RESIDUAL) {
-          float rf[VEC];
-          unpack(r[k], rf);
+          if constexpr (std::is_same_v<T, __half>) {
+            // fp16 pairs added as fp16 (HADD2, one rounding to nearest even: the same bits as
+            // rounding the float sum, as x + r does), then unpacked once
+            x[k] = add_pairs(x[k], r[k]);
+            unpack(x[k], f);
+          } else {
+            float rf[VEC];
+            unpack(r[k], rf);
 #pragma unroll
-          for (int j = 0; j < VEC; ++j) f[j] += rf[j];
-          x[k] = pack<T>(f);  // rounded to T, as stored
+            for (int j = 0; j < VEC; ++j) f[j] += rf[j];
+            x[k] = pack<T>(f);  // rounded to T, as stored
+            if constexpr (sizeof(T) != 4) unpack(x[k], f);
+          }
           static_cast<P*>(a.residual_out)[base + i] = x[k];
-          if constexpr (sizeof(T) != 4) unpack(x[k], f);
         }
 #pragma unroll
         for (int j = 0; j < VEC; ++j) ss = fmaf(f[j], f[j], ss);
