@@ -45,6 +45,24 @@ def build(name: str, flags: list[str], work: Path):
         extra_include_paths=[str(PROJECT / "torch-ext")], build_directory=str(build_dir), verbose=False)
 
 
+def bench_shape(shape, dtype, variants, peers) -> dict:
+    """Every variant checked, then variants, peers, F.rms_norm and a copy timed in turns; the fused ops after."""
+    hidden, esize = shape[-1], torch.finfo(dtype).bits // 8
+    errors = {name: study.check_cpu(k, shape, dtype) for name, k in variants.items()}
+    w = torch.randn(hidden, dtype=dtype)
+    fns = {name: (lambda x, k=k: k.rms_norm(x, w, study.EPS)) for name, k in variants.items()}
+    fns.update({f"peer_{p}": (lambda x, f=f: f(x, w, study.EPS)) for p, f in peers.items()})
+    fns["f_rms_norm"] = lambda x: F.rms_norm(x, (hidden,), w, study.EPS)
+    fns["copy"] = lambda x: x.clone()
+    times = study.time_cpu(fns, [(torch.randn(shape, dtype=dtype),) for _ in range(2)])
+    r = torch.randn(shape, dtype=dtype)
+    fused = {f"fused {name}": (lambda x, k=k: k.fused_add_rms_norm(x, r, w, study.EPS)) for name, k in variants.items()}
+    fused["add+F"] = lambda x: (F.rms_norm(x + r, (hidden,), w, study.EPS), x + r)
+    times.update(study.time_cpu(fused, [(torch.randn(shape, dtype=dtype),) for _ in range(2)]))
+    return {"dtype": str(dtype).removeprefix("torch."), "shape": list(shape),
+            "mib": math.prod(shape) * esize / 2**20, "us": times, "max_rel_error": errors}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", action="append", required=True, metavar="NAME=FLAGS")
@@ -73,24 +91,12 @@ def main() -> int:
         print("| shape | MiB | " + " | ".join(names) + " | " + " | ".join(f"fused {v}" for v in variants)
               + " | add+F |")
         for shape in shapes:
-            hidden, esize = shape[-1], torch.finfo(dtype).bits // 8
-            errors = {name: study.check_cpu(k, shape, dtype) for name, k in variants.items()}
-            w = torch.randn(hidden, dtype=dtype)
-            fns = {name: (lambda x, k=k: k.rms_norm(x, w, study.EPS)) for name, k in variants.items()}
-            fns.update({f"peer_{p}": (lambda x, f=f: f(x, w, study.EPS)) for p, f in peers.items()})
-            fns["f_rms_norm"] = lambda x: F.rms_norm(x, (hidden,), w, study.EPS)
-            fns["copy"] = lambda x: x.clone()
-            times = study.time_cpu(fns, [(torch.randn(shape, dtype=dtype),) for _ in range(2)])
-            r = torch.randn(shape, dtype=dtype)
-            fused = {f"fused {name}": (lambda x, k=k: k.fused_add_rms_norm(x, r, w, study.EPS))
-                     for name, k in variants.items()}
-            fused["add+F"] = lambda x: (F.rms_norm(x + r, (hidden,), w, study.EPS), x + r)
-            times.update(study.time_cpu(fused, [(torch.randn(shape, dtype=dtype),) for _ in range(2)]))
-            mib = math.prod(shape) * esize / 2**20
-            results["rows"].append({"dtype": dtype_name, "shape": list(shape), "mib": mib, "us": times,
-                                    "max_rel_error": errors})
-            print(f"| {'x'.join(map(str, shape))} | {mib:.1f} | "
-                  + " | ".join(f"{times[n]:.1f}" for n in [*names, *fused]) + " |", flush=True)
+            row = bench_shape(shape, dtype, variants, peers)
+            results["rows"].append(row)
+            times = row["us"]
+            print(f"| {'x'.join(map(str, shape))} | {row['mib']:.1f} | "
+                  + " | ".join(f"{times[n]:.1f}" for n in [*names, *(f"fused {v}" for v in variants), "add+F"])
+                  + " |", flush=True)
         (args.out / "cpu_sweep.json").write_text(json.dumps(results, indent=1) + "\n")
     return 0
 
