@@ -72,9 +72,14 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--work", type=Path, help="build folder, reused by a later run (default: a new one)")
     args = parser.parse_args()
-    shapes = ([tuple(int(d) for d in s.split("x")) for s in args.shapes.split(",")] if args.shapes
-              else study.CPU_SHAPES)
+    try:
+        shapes = ([tuple(int(d) for d in s.split("x")) for s in args.shapes.split(",")] if args.shapes
+                  else study.CPU_SHAPES)
+    except ValueError:
+        parser.error(f"--shapes {args.shapes}: expected sizes joined by x, shapes by commas (1x32x4096,1x1024x4096)")
     specs = dict(v.partition("=")[::2] for v in args.variant)
+    if not all(name.isidentifier() for name in specs):
+        parser.error("--variant NAME=FLAGS: NAME must be a Python identifier (it names the extension module)")
     work = args.work or Path(tempfile.mkdtemp(prefix="rmsnorm-sweep-"))
     work.mkdir(parents=True, exist_ok=True)
     with concurrent.futures.ThreadPoolExecutor(len(specs)) as pool:
